@@ -8,7 +8,8 @@
 //   otherwise ranks_file (tiktoken rank-file text) + pattern + specials build a custom Tiktoken.
 //   cl100k_out: also write the bundled cl100k_base ranks as a plain rank file there.
 //   Bytes are decoded with TextDecoder (invalid UTF-8 -> U+FFFD, WHATWG), as a JS caller would.
-// response: {"ids": [[...]], "texts_b64": [base64 of the UTF-8 that was encoded]}
+//   timing_only: return just encode_seconds and n_tokens (bench_tokenizer).
+// response: {"ids": [[...]], "texts_b64": [base64 of the UTF-8 that was encoded], "encode_seconds", "n_tokens"}
 import { createRequire } from "node:module";
 import fs from "node:fs";
 import os from "node:os";
@@ -49,11 +50,17 @@ if (req.encoding === "cl100k_base") {
 }
 const tk = new Tiktoken(ranks, specials, pattern);
 const dec = new TextDecoder("utf-8", { fatal: false });
-const out = { ids: [], texts_b64: [] };
-for (const b64 of req.texts_b64) {
-  const text = dec.decode(Buffer.from(b64, "base64"));
-  out.ids.push(Array.from(tk.encode_ordinary(text)));
-  out.texts_b64.push(Buffer.from(text, "utf8").toString("base64"));
+const out = { ids: [], texts_b64: [], encode_seconds: 0, n_tokens: 0 };
+const texts = req.texts_b64.map((b64) => dec.decode(Buffer.from(b64, "base64")));
+const t0 = process.hrtime.bigint();
+const encoded = texts.map((t) => tk.encode_ordinary(t));
+out.encode_seconds = Number(process.hrtime.bigint() - t0) / 1e9;  // encoding only, for bench_tokenizer
+for (let i = 0; i < texts.length; i++) {
+  out.n_tokens += encoded[i].length;
+  if (!req.timing_only) {
+    out.ids.push(Array.from(encoded[i]));
+    out.texts_b64.push(Buffer.from(texts[i], "utf8").toString("base64"));
+  }
 }
 tk.free();
 fs.writeFileSync(outPath, JSON.stringify(out));

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The README's second command: install what is needed, build, run the whole test suite (CTest + GoogleTest).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install_deps.sh
+./scripts/build.sh
+ctest --test-dir build --output-on-failure -j"$(nproc)"
