@@ -88,20 +88,33 @@ std::vector<std::vector<uint32_t>> tiktoken_encode(json req, const std::vector<s
 
 class TiktokenParity : public ::testing::Test {
  protected:
+  // Failures here are recorded and reported by every test (a fatal failure in SetUpTestSuite would mark the
+  // tests skipped, and a missing peer or data set must fail, not skip).
   static void SetUpTestSuite() {
     dir_ = make_temp_dir("tiktoken");
     texts_ = handwritten();
     std::unique_ptr<DocumentSource> brown;
-    ASSERT_TRUE(open_default_corpus(&brown).ok()) << "default corpus missing: run scripts/install_deps.sh";
-    for (auto& s : corpus_sample(std::move(brown), 60, 20000)) texts_.push_back(s);
-    ASSERT_TRUE(std::filesystem::exists(wiki_dir() + "/wiki_07.jsonl.zst"))
-        << "shared data missing at " << wiki_dir();
+    Status s = open_default_corpus(&brown);
+    if (!s.ok()) {
+      setup_error_ = "default corpus missing: " + s.message();
+      return;
+    }
+    for (auto& t : corpus_sample(std::move(brown), 60, 20000)) texts_.push_back(t);
+    if (!std::filesystem::exists(wiki_dir() + "/wiki_07.jsonl.zst")) {
+      setup_error_ = "shared data missing at " + wiki_dir() + " (this test needs ../shared/data)";
+      return;
+    }
     std::unique_ptr<DocumentSource> wiki;
-    ASSERT_TRUE(open_files({wiki_dir() + "/wiki_07.jsonl.zst"}, Utf8Policy::kError, &wiki).ok());
-    for (auto& s : corpus_sample(std::move(wiki), 120, 30000)) texts_.push_back(s);
+    s = open_files({wiki_dir() + "/wiki_07.jsonl.zst"}, Utf8Policy::kError, &wiki);
+    if (!s.ok()) {
+      setup_error_ = s.message();
+      return;
+    }
+    for (auto& t : corpus_sample(std::move(wiki), 120, 30000)) texts_.push_back(t);
     n_valid_ = texts_.size();
-    for (auto& s : invalid_utf8()) texts_.push_back(s);
+    for (auto& t : invalid_utf8()) texts_.push_back(t);
   }
+  void SetUp() override { ASSERT_TRUE(setup_error_.empty()) << setup_error_; }
   static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
 
   // Encodes every text with tok (invalid ones repaired first) and with tiktoken; all ids must agree.
@@ -140,6 +153,7 @@ class TiktokenParity : public ::testing::Test {
   static inline std::string dir_;
   static inline std::vector<std::string> texts_;
   static inline size_t n_valid_ = 0;
+  static inline std::string setup_error_;
 };
 
 }  // namespace
