@@ -135,6 +135,7 @@ Status BpeTrainer::train(uint32_t vocab_size, const std::vector<std::string>& sp
   std::unordered_map<Pair, int64_t, PairHash> delta_sum;
   std::vector<uint32_t> merged;
   uint64_t merges_done = 0, reused = 0;
+  auto last_report = t0;
   while (ranks.size() < n_ranks_target) {
     if (heap.empty()) break;
     HeapItem top = heap.top();
@@ -207,7 +208,8 @@ Status BpeTrainer::train(uint32_t vocab_size, const std::vector<std::string>& sp
       if (d > 0) heap.push({pcnt, p});
       if (pcnt <= 0) pair_count.erase(p);
     }
-    if (verbose && (merges_done % 1000 == 0)) {
+    if (verbose && merges_done % 256 == 0 && seconds_since(last_report) > 5.0) {
+      last_report = std::chrono::steady_clock::now();
       std::fprintf(stderr, "  bpe: %llu/%u merges, %.1fs\n", static_cast<unsigned long long>(merges_done),
                    n_ranks_target - 256, seconds_since(t0));
     }
