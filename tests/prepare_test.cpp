@@ -221,3 +221,24 @@ TEST(PrepareWikipedia, TrainShardAndPinnedValidation) {
   EXPECT_GT(bpt, 3.0);  // an 8k BPE on English Wikipedia compresses to about 3.8 bytes per token
   std::filesystem::remove_all(d);
 }
+
+// A real interruption: SIGKILL in the middle of encoding. Nothing left behind is trusted; the rerun rebuilds.
+TEST(PrepareCli, KilledRunIsNotTrustedAndRerunRecovers) {
+  REQUIRE_SHARED_DATA();
+  std::string d = make_temp_dir("prep_kill");
+  std::string cmd = frontier_bin() + " prepare --quiet --threads 1 --train " + wiki_dir() + "/wiki_00.jsonl.zst --val " +
+                    wiki_dir() + "/wiki_07.jsonl.zst --out " + d + "/out";
+  auto r = run_cmd("timeout -s KILL 1.5 " + cmd);
+  EXPECT_NE(r.rc, 0) << "prepare finished before it could be killed; the test needs a longer job";
+  PreparedData data;
+  Status s = data.open(d + "/out", false);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("manifest.json missing"), std::string::npos) << s.message();
+  r = run_cmd(cmd);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  s = data.open(d + "/out");
+  EXPECT_TRUE(s.ok()) << s.message();
+  for (auto& e : std::filesystem::directory_iterator(d + "/out"))
+    EXPECT_NE(e.path().extension(), ".tmp") << e.path();
+  std::filesystem::remove_all(d);
+}

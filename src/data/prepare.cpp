@@ -247,8 +247,8 @@ Status prepare(const PrepareOptions& opt, PrepareResult* res) {
   fs::remove(opt.out_dir + "/manifest.json", ec);
   for (auto& e : fs::directory_iterator(opt.out_dir, ec)) {
     std::string n = e.path().filename().string();
-    if ((n.rfind("train_", 0) == 0 || n.rfind("val_", 0) == 0) && e.path().extension() == ".bin")
-      fs::remove(e.path(), ec);
+    bool shard = (n.rfind("train_", 0) == 0 || n.rfind("val_", 0) == 0) && e.path().extension() == ".bin";
+    if (shard || e.path().extension() == ".tmp") fs::remove(e.path(), ec);  // old shards, debris of a killed run
   }
   {
     std::string probe = opt.out_dir + "/.write_probe";
