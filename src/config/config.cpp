@@ -1,0 +1,209 @@
+#include "config/config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <toml++/toml.h>
+
+namespace frontier {
+
+namespace {
+
+const char* type_name(const ConfigValue& v) {
+  switch (v.index()) {
+    case 0: return "integer";
+    case 1: return "float";
+    case 2: return "boolean";
+    default: return "string";
+  }
+}
+
+std::string format_value(const ConfigValue& v) {
+  if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (auto* d = std::get_if<double>(&v)) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.17g", *d);
+    std::string s = buf;
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+    return s;
+  }
+  if (auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  std::string s = "\"";
+  for (char c : std::get<std::string>(v)) {
+    if (c == '"' || c == '\\') s.push_back('\\');
+    s.push_back(c);
+  }
+  return s + "\"";
+}
+
+bool node_value(const toml::node& node, ConfigValue* v) {
+  if (auto i = node.value_exact<int64_t>()) *v = *i;
+  else if (auto d = node.value_exact<double>()) *v = *d;
+  else if (auto b = node.value_exact<bool>()) *v = *b;
+  else if (auto s = node.value_exact<std::string>()) *v = *s;
+  else return false;
+  return true;
+}
+
+// toml++ as Debian builds it reports parse errors by exception.
+Status parse_toml(const std::string& text, const std::string& origin, toml::table* out) {
+  try {
+    *out = toml::parse(text, origin);
+  } catch (const toml::parse_error& err) {
+    return Status::error(origin + ":" + std::to_string(err.source().begin.line) + ": " +
+                         std::string(err.description()));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+size_t levenshtein(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); j++) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); i++) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); j++)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+int64_t Config::get_int(const std::string& key) const { return std::get<int64_t>(values_.at(key)); }
+double Config::get_float(const std::string& key) const { return std::get<double>(values_.at(key)); }
+bool Config::get_bool(const std::string& key) const { return std::get<bool>(values_.at(key)); }
+const std::string& Config::get_string(const std::string& key) const { return std::get<std::string>(values_.at(key)); }
+
+std::string Config::to_toml() const {
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> tables;
+  for (const auto& [k, v] : values_) {
+    size_t dot = k.rfind('.');
+    std::string table = dot == std::string::npos ? "" : k.substr(0, dot);
+    tables[table].emplace_back(dot == std::string::npos ? k : k.substr(dot + 1), format_value(v));
+  }
+  std::string out;
+  for (const auto& [t, kvs] : tables) {
+    if (!t.empty()) out += (out.empty() ? "" : "\n") + std::string("[") + t + "]\n";
+    for (const auto& [k, v] : kvs) out += k + " = " + v + "\n";
+  }
+  return out;
+}
+
+void ConfigSchema::add_int(const std::string& k, int64_t d, const std::string& h) { entries_.push_back({k, h, d}); }
+void ConfigSchema::add_float(const std::string& k, double d, const std::string& h) { entries_.push_back({k, h, d}); }
+void ConfigSchema::add_bool(const std::string& k, bool d, const std::string& h) { entries_.push_back({k, h, d}); }
+void ConfigSchema::add_string(const std::string& k, const std::string& d, const std::string& h) {
+  entries_.push_back({k, h, d});
+}
+
+Config ConfigSchema::defaults() const {
+  Config c;
+  for (const auto& e : entries_) c.set(e.key, e.def);
+  return c;
+}
+
+const ConfigSchema::Entry* ConfigSchema::find(const std::string& key) const {
+  for (const auto& e : entries_)
+    if (e.key == key) return &e;
+  return nullptr;
+}
+
+std::string ConfigSchema::closest_key(const std::string& key) const {
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const auto& e : entries_) {
+    // Compare against the full key and against its last component, so "depth" suggests "model.depth".
+    size_t dot = e.key.rfind('.');
+    size_t d = levenshtein(key, e.key);
+    if (dot != std::string::npos) d = std::min(d, levenshtein(key, e.key.substr(dot + 1)));
+    if (d < best_d) {
+      best_d = d;
+      best = e.key;
+    }
+  }
+  return best;
+}
+
+Status ConfigSchema::unknown(const std::string& key, const std::string& origin) const {
+  return Status::error(origin + ": unknown config key '" + key + "' (did you mean '" + closest_key(key) + "'?)");
+}
+
+Status ConfigSchema::assign(const Entry& e, const ConfigValue& v, const std::string& origin, Config* cfg) const {
+  ConfigValue out = v;
+  if (e.def.index() == 1 && v.index() == 0) out = static_cast<double>(std::get<int64_t>(v));  // 3 -> 3.0
+  if (out.index() != e.def.index())
+    return Status::error(origin + ": config key '" + e.key + "' needs type " + type_name(e.def) + ", got " +
+                         type_name(v) + " (" + format_value(v) + ")");
+  cfg->set(e.key, out);
+  return ok_status();
+}
+
+Status ConfigSchema::load_toml(const std::string& path, Config* cfg) const {
+  std::string text;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return Status::error("cannot open config " + path + " (check the path)");
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  return load_toml_string(text, path, cfg);
+}
+
+Status ConfigSchema::load_toml_string(const std::string& text, const std::string& origin, Config* cfg) const {
+  toml::table root;
+  FRONTIER_RETURN_IF_ERROR(parse_toml(text, origin, &root));
+  Status st;
+  auto visit = [&](auto&& self, const toml::table& t, const std::string& prefix) -> void {
+    for (auto&& [k, node] : t) {
+      if (!st.ok()) return;
+      std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+      std::string where = origin + ":" + std::to_string(node.source().begin.line);
+      if (const toml::table* sub = node.as_table()) {
+        self(self, *sub, key);
+        continue;
+      }
+      const Entry* e = find(key);
+      if (!e) {
+        st = unknown(key, where);
+        return;
+      }
+      ConfigValue v;
+      if (!node_value(node, &v)) {
+        st = Status::error(where + ": config key '" + key + "' has an unsupported value type");
+        return;
+      }
+      st = assign(*e, v, where, cfg);
+    }
+  };
+  visit(visit, root, "");
+  return st;
+}
+
+Status ConfigSchema::apply_set(const std::string& a, Config* cfg) const {
+  size_t eq = a.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return Status::error("--set '" + a + "' is not key=value (e.g. --set model.depth=4)");
+  std::string key = a.substr(0, eq), val = a.substr(eq + 1);
+  const Entry* e = find(key);
+  if (!e) return unknown(key, "--set");
+  // Parse the value with TOML's rules; a bare word is taken as a string.
+  ConfigValue v = val;
+  toml::table t;
+  if (parse_toml("v = " + val, "--set", &t).ok() && t.get("v")) node_value(*t.get("v"), &v);
+  return assign(*e, v, "--set " + key, cfg);
+}
+
+std::string ConfigSchema::help() const {
+  std::string out;
+  for (const auto& e : entries_) {
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), "  %-28s %-8s %-14s %s\n", e.key.c_str(), type_name(e.def),
+                  format_value(e.def).c_str(), e.help.c_str());
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace frontier

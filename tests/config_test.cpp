@@ -1,0 +1,72 @@
+#include "config/config.h"
+#include "model/model_config.h"
+#include "test_util.h"
+
+using namespace frontier;
+using namespace frontier::testing;
+
+namespace {
+ConfigSchema schema() {
+  ConfigSchema s;
+  add_model_keys(&s);
+  s.add_float("optim.matrix_lr", 0.02, "Muon learning rate");
+  s.add_bool("train.compile", false, "x");
+  s.add_string("train.data", "data/default", "prepared dataset");
+  return s;
+}
+}  // namespace
+
+TEST(Config, TomlSetAndRoundTrip) {
+  auto s = schema();
+  Config c = s.defaults();
+  ASSERT_TRUE(s.load_toml_string("[model]\ndepth = 4\n[optim]\nmatrix_lr = 1\n", "a.toml", &c).ok());
+  EXPECT_EQ(c.get_int("model.depth"), 4);
+  EXPECT_DOUBLE_EQ(c.get_float("optim.matrix_lr"), 1.0);  // integer literal accepted for a float key
+  ASSERT_TRUE(s.apply_set("model.seq_len=256", &c).ok());
+  ASSERT_TRUE(s.apply_set("train.data=data/wiki", &c).ok());  // bare word = string
+  ASSERT_TRUE(s.apply_set("train.compile=true", &c).ok());
+  EXPECT_EQ(c.get_int("model.seq_len"), 256);
+  EXPECT_EQ(c.get_string("train.data"), "data/wiki");
+  Config back = s.defaults();
+  Status st = s.load_toml_string(c.to_toml(), "resolved.toml", &back);
+  ASSERT_TRUE(st.ok()) << st.message() << "\n" << c.to_toml();
+  EXPECT_EQ(back.values(), c.values());
+}
+
+TEST(Config, UnknownKeysNameTheClosestAndTypesAreChecked) {
+  auto s = schema();
+  Config c = s.defaults();
+  Status st = s.load_toml_string("[model]\ndept = 4\n", "b.toml", &c);
+  EXPECT_NE(st.message().find("b.toml:2: unknown config key 'model.dept' (did you mean 'model.depth'?"),
+            std::string::npos)
+      << st.message();
+  st = s.apply_set("depth=3", &c);
+  EXPECT_NE(st.message().find("did you mean 'model.depth'"), std::string::npos) << st.message();
+  st = s.apply_set("optim.matrix_lr", &c);
+  EXPECT_NE(st.message().find("is not key=value"), std::string::npos) << st.message();
+  st = s.apply_set("model.depth=deep", &c);
+  EXPECT_NE(st.message().find("'model.depth' needs type integer, got string"), std::string::npos) << st.message();
+  st = s.load_toml_string("[model\n", "c.toml", &c);
+  EXPECT_NE(st.message().find("c.toml:1"), std::string::npos) << st.message();
+}
+
+TEST(ModelShape, OneDialDerivation) {
+  auto s = schema();
+  Config c = s.defaults();
+  ModelShape m;
+  ASSERT_TRUE(derive_model_shape(c, &m).ok());
+  EXPECT_EQ(m.dim, 512);  // the baseline: depth 8 -> 512 wide, 4 heads of 128
+  EXPECT_EQ(m.n_head, 4);
+  EXPECT_EQ(m.n_kv_head, 4);
+  EXPECT_EQ(m.mlp_dim, 2048);
+  ASSERT_TRUE(s.apply_set("model.depth=3", &c).ok());
+  ASSERT_TRUE(derive_model_shape(c, &m).ok());
+  EXPECT_EQ(m.dim, 256);  // 192 rounded up to a multiple of 128
+  ASSERT_TRUE(s.apply_set("model.dim=300", &c).ok());
+  Status st = derive_model_shape(c, &m);
+  EXPECT_NE(st.message().find("model.dim 300 is not divisible by model.head_dim 128"), std::string::npos)
+      << st.message();
+  ASSERT_TRUE(s.apply_set("model.dim=0", &c).ok());
+  ASSERT_TRUE(s.apply_set("model.n_kv_head=3", &c).ok());
+  EXPECT_FALSE(derive_model_shape(c, &m).ok());
+}
