@@ -1,0 +1,54 @@
+#include "autograd/tape.h"
+
+#include "util/status.h"
+
+namespace frontier {
+
+Var Tape::param(float* value, float* grad, std::vector<int64_t> shape) {
+  auto n = std::make_unique<Node>();
+  n->shape = std::move(shape);
+  n->value = value;
+  n->grad = grad;
+  n->requires_grad = grad != nullptr;
+  nodes_.push_back(std::move(n));
+  return {static_cast<int>(nodes_.size() - 1)};
+}
+
+Var Tape::constant(const float* value, std::vector<int64_t> shape) {
+  auto n = std::make_unique<Node>();
+  n->shape = std::move(shape);
+  n->own_value.assign(value, value + n->numel());
+  n->value = n->own_value.data();
+  nodes_.push_back(std::move(n));
+  return {static_cast<int>(nodes_.size() - 1)};
+}
+
+Var Tape::make(std::vector<int64_t> shape, bool requires_grad) {
+  auto n = std::make_unique<Node>();
+  n->shape = std::move(shape);
+  n->own_value.assign(n->numel(), 0.f);
+  n->value = n->own_value.data();
+  n->requires_grad = requires_grad;
+  nodes_.push_back(std::move(n));
+  return {static_cast<int>(nodes_.size() - 1)};
+}
+
+float* Tape::grad(Var v) {
+  Node& n = *nodes_[v.id];
+  if (!n.grad) {
+    n.own_grad.assign(n.numel(), 0.f);
+    n.grad = n.own_grad.data();
+  }
+  return n.grad;
+}
+
+void Tape::backward(Var loss) {
+  FRONTIER_CHECK(numel(loss) == 1);
+  grad(loss)[0] += 1.f;
+  for (int i = loss.id; i >= 0; i--) {
+    Node& n = *nodes_[i];
+    if (n.backward && n.grad) n.backward();
+  }
+}
+
+}  // namespace frontier

@@ -1,0 +1,75 @@
+// A reverse-mode tape: forward ops record a backward closure; backward() replays them in reverse. Composing
+// existing ops never needs hand-written backward code; a new primitive op adds one function here (its forward and
+// backward call the reference kernels in src/ops/, or fast kernels with the same contract).
+//
+//   Tape tape;
+//   Var x = tape.param(W_data, W_grad, {N, K});   // parameters point into the arenas (no copy)
+//   Var y = linear(tape, inp, x);                  // y = inp @ W^T
+//   Var loss = softcap_cross_entropy(tape, y, targets, 15.f);
+//   tape.backward(loss);                           // accumulates into W_grad
+//
+// Values and gradients of intermediate nodes live in the tape and are freed by clear(). Shapes are row-major;
+// the last dimension is contiguous.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace frontier {
+
+struct Node {
+  std::vector<int64_t> shape;
+  float* value = nullptr;  // numel()
+  float* grad = nullptr;   // numel(); null until needed
+  std::vector<float> own_value, own_grad;  // storage for intermediate nodes
+  std::function<void()> backward;          // reads this->grad, accumulates into inputs' grads
+  bool requires_grad = false;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+  }
+};
+
+struct Var {
+  int id = -1;
+};
+
+class Tape {
+ public:
+  Var param(float* value, float* grad, std::vector<int64_t> shape);  // external storage, gradient accumulates
+  Var constant(const float* value, std::vector<int64_t> shape);       // no gradient
+  Var make(std::vector<int64_t> shape, bool requires_grad);           // new intermediate, zero-filled
+  Node& node(Var v) { return *nodes_[v.id]; }
+  float* value(Var v) { return nodes_[v.id]->value; }
+  float* grad(Var v);  // allocates (zeroed) on first use
+  const std::vector<int64_t>& shape(Var v) { return nodes_[v.id]->shape; }
+  int64_t numel(Var v) { return nodes_[v.id]->numel(); }
+  bool requires_grad(Var v) { return nodes_[v.id]->requires_grad; }
+  void backward(Var scalar_loss);  // d loss / d loss = 1
+  void clear() { nodes_.clear(); }
+  size_t size() const { return nodes_.size(); }
+
+ private:
+  std::vector<std::unique_ptr<Node>> nodes_;
+};
+
+// ---- primitive ops (src/autograd/ops.cpp) ----
+Var embedding(Tape& t, const int32_t* idx, int64_t n, Var table);           // (n,) ids, table (V, C) -> (n, C)
+Var linear(Tape& t, Var x, Var W);                                           // x (..., K), W (N, K) -> (..., N)
+Var rmsnorm(Tape& t, Var x, float eps);                                      // over the last dim
+Var rope(Tape& t, Var x, const float* cos_t, const float* sin_t);            // x (B, T, H, D)
+Var relu2(Tape& t, Var x);
+Var add(Tape& t, Var a, Var b);                                              // same shape
+Var scale(Tape& t, Var x, Var s, int64_t i);                                 // s[i] * x, s a vector param
+Var reshape(Tape& t, Var x, std::vector<int64_t> shape);                     // a view with its own grad
+Var slice_last(Tape& t, Var x, int64_t begin, int64_t end);                  // x[..., begin:end]
+// v + 2*sigmoid(g) (broadcast over D) * ve: v, ve (B, T, Hkv, D); g (B, T, Hkv)
+Var gated_add(Tape& t, Var v, Var g, Var ve);
+Var causal_attention(Tape& t, Var q, Var k, Var v);                          // (B,T,H,D), (B,T,Hkv,D) x2
+// Mean cross-entropy of softcapped logits (N, V) over targets >= 0 -> scalar (shape {1}).
+Var softcap_cross_entropy(Tape& t, Var logits, const int32_t* targets, float cap);
+
+}  // namespace frontier

@@ -1,0 +1,103 @@
+// The whole GPT against the same model written in PyTorch (tests/torch/gpt_ref.py), fp32 on both sides: loss,
+// logits and every parameter gradient must agree to relative error <= 1e-4 (max |diff| / max |torch| per tensor).
+// Weights are random (not nanochat's init, whose zero projections would make many gradients trivially zero),
+// with a few targets set to -1 (ignored).
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "model/gpt.h"
+#include "test_util.h"
+#include "util/file.h"
+
+using namespace frontier;
+using namespace frontier::testing;
+
+namespace {
+
+double rel_err(const float* a, const float* b, int64_t n) {
+  double err = 0, mx = 0;
+  for (int64_t i = 0; i < n; i++) {
+    err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]));
+    mx = std::max(mx, std::abs(static_cast<double>(b[i])));
+  }
+  return mx > 0 ? err / mx : err;
+}
+
+void run_case(int depth, int dim, int head_dim, int n_kv_head, int V, int B, int T) {
+  ConfigSchema schema;
+  add_model_keys(&schema);
+  Config cfg = schema.defaults();
+  for (auto kv : {std::string("model.depth=") + std::to_string(depth), "model.dim=" + std::to_string(dim),
+                  "model.head_dim=" + std::to_string(head_dim), "model.n_kv_head=" + std::to_string(n_kv_head),
+                  "model.vocab_size=" + std::to_string(V), "model.seq_len=" + std::to_string(T)})
+  {
+    Status st = schema.apply_set(kv, &cfg);
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  ModelShape shape;
+  Status st = derive_model_shape(cfg, &shape);
+  ASSERT_TRUE(st.ok()) << st.message();
+  Gpt gpt(shape);
+  std::mt19937 rng(123);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (const auto& p : gpt.params()) {
+    float sd = p.group == ParamGroup::kScalar ? 0.3f : (p.group == ParamGroup::kMatrix ? 1.f / std::sqrt(p.shape[1]) : 0.8f);
+    float* w = gpt.weights().data() + p.offset;
+    for (int64_t i = 0; i < p.numel(); i++) w[i] = nd(rng) * sd + (p.group == ParamGroup::kScalar ? 0.7f : 0.f);
+  }
+  std::vector<int32_t> idx(B * T), tgt(B * T);
+  for (int i = 0; i < B * T; i++) {
+    idx[i] = static_cast<int32_t>(rng() % V);
+    tgt[i] = i % 7 == 3 ? -1 : static_cast<int32_t>(rng() % V);
+  }
+  Tape tape;
+  Var logits;
+  gpt.zero_grad();
+  Var loss = gpt.forward(tape, idx.data(), tgt.data(), B, T, &logits);
+  tape.backward(loss);
+
+  std::string d = make_temp_dir("gpt_torch");
+  nlohmann::json spec = {{"depth", shape.depth}, {"dim", shape.dim}, {"n_head", shape.n_head},
+                         {"n_kv_head", shape.n_kv_head}, {"head_dim", shape.head_dim},
+                         {"vocab_size", shape.vocab_size}, {"B", B}, {"T", T}, {"params", nlohmann::json::array()}};
+  for (const auto& p : gpt.params())
+    spec["params"].push_back({{"name", p.name}, {"shape", p.shape}, {"offset", p.offset}});
+  ASSERT_TRUE(write_file_atomic(d + "/spec.json", spec.dump()).ok());
+  auto bytes = [](const void* p, size_t n) { return std::string_view(static_cast<const char*>(p), n); };
+  ASSERT_TRUE(write_file_atomic(d + "/w.f32", bytes(gpt.weights().data(), gpt.weights().size() * 4)).ok());
+  std::vector<int32_t> batch = idx;
+  batch.insert(batch.end(), tgt.begin(), tgt.end());
+  ASSERT_TRUE(write_file_atomic(d + "/b.i32", bytes(batch.data(), batch.size() * 4)).ok());
+  std::vector<float> rope(gpt.rope_cos().begin(), gpt.rope_cos().begin() + T * head_dim / 2);
+  rope.insert(rope.end(), gpt.rope_sin().begin(), gpt.rope_sin().begin() + T * head_dim / 2);
+  ASSERT_TRUE(write_file_atomic(d + "/r.f32", bytes(rope.data(), rope.size() * 4)).ok());
+  auto r = run_cmd("/usr/bin/python3 " + source_dir() + "/tests/torch/gpt_ref.py " + d + "/spec.json " + d +
+                   "/w.f32 " + d + "/b.i32 " + d + "/r.f32 " + d + "/out.f32");
+  ASSERT_EQ(r.rc, 0) << "PyTorch peer failed (run scripts/install_deps.sh): " << r.out;
+  std::string out;
+  ASSERT_TRUE(read_file(d + "/out.f32", &out).ok());
+  const float* o = reinterpret_cast<const float*>(out.data());
+  int64_t NV = int64_t(B) * T * V;
+  ASSERT_EQ(out.size(), (1 + NV + gpt.grads().size()) * 4);
+  double le = std::abs(tape.value(loss)[0] - o[0]) / std::abs(o[0]);
+  std::printf("[gpt-torch] depth %d dim %d heads %d/%d: loss %.6f vs %.6f (rel %.2g)\n", depth, shape.dim,
+              shape.n_head, shape.n_kv_head, tape.value(loss)[0], o[0], le);
+  EXPECT_LE(le, 1e-4);
+  double lg = rel_err(tape.value(logits), o + 1, NV);
+  EXPECT_LE(lg, 1e-4) << "logits";
+  double worst = 0;
+  std::string worst_name;
+  for (const auto& p : gpt.params()) {
+    double e = rel_err(gpt.grads().data() + p.offset, o + 1 + NV + p.offset, p.numel());
+    EXPECT_LE(e, 1e-4) << "gradient of " << p.name;
+    if (e > worst) worst = e, worst_name = p.name;
+  }
+  std::printf("[gpt-torch] logits rel %.2g; worst gradient rel %.2g (%s) over %zu tensors\n", lg, worst,
+              worst_name.c_str(), gpt.params().size());
+  std::filesystem::remove_all(d);
+}
+
+}  // namespace
+
+TEST(GptTorch, LossLogitsAndEveryGradientMatch) { run_case(3, 128, 32, 0, 300, 2, 16); }
+TEST(GptTorch, GroupedQueryAttention) { run_case(2, 128, 32, 2, 280, 2, 12); }

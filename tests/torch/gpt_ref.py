@@ -1,0 +1,94 @@
+"""PyTorch peer for tests/gpt_torch_test.cpp: the same GPT written in plain torch (as nanochat's gpt.py), fed
+Frontier's weights, batch and rotary tables; writes loss, logits and every parameter gradient.
+
+    /usr/bin/python3 gpt_ref.py spec.json weights.f32 batch.i32 rope.f32 out.f32
+
+spec: {"depth", "dim", "n_head", "n_kv_head", "head_dim", "vocab_size", "B", "T",
+       "params": [{"name", "shape", "offset"}]}; weights: the arena (float32); batch: idx then targets (int32, B*T
+each); rope: cos then sin (float32, T*D/2 each). out: loss, logits (B*T*V), then the gradient arena.
+"""
+import json
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+torch.set_num_threads(1)
+
+
+def norm(x):  # F.rms_norm(x, (x.size(-1),)) in torch >= 2.4, whose default eps is finfo(dtype).eps
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + torch.finfo(x.dtype).eps)
+
+
+def apply_rotary_emb(x, cos, sin):
+    d = x.shape[3] // 2
+    x1, x2 = x[..., :d], x[..., d:]
+    return torch.cat([x1 * cos + x2 * sin, x1 * (-sin) + x2 * cos], 3)
+
+
+def has_ve(i, n_layer):
+    return i % 2 == (n_layer - 1) % 2
+
+
+def attention(q, k, v):
+    B, T, H, D = q.shape
+    rep = H // k.shape[2]
+    k, v = k.repeat_interleave(rep, dim=2), v.repeat_interleave(rep, dim=2)
+    q, k, v = (z.transpose(1, 2) for z in (q, k, v))
+    att = (q @ k.transpose(-2, -1)) / D**0.5
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+    return (att @ v).transpose(1, 2)
+
+
+def main():
+    spec = json.load(open(sys.argv[1]))
+    flat = np.fromfile(sys.argv[2], dtype=np.float32)
+    batch = np.fromfile(sys.argv[3], dtype=np.int32)
+    rope = np.fromfile(sys.argv[4], dtype=np.float32)
+    L, C, H, Hkv, D, V = (spec[k] for k in ("depth", "dim", "n_head", "n_kv_head", "head_dim", "vocab_size"))
+    B, T = spec["B"], spec["T"]
+    P = {}
+    for p in spec["params"]:
+        n = int(np.prod(p["shape"]))
+        P[p["name"]] = torch.tensor(flat[p["offset"]:p["offset"] + n].reshape(p["shape"]), requires_grad=True)
+    idx = torch.tensor(batch[:B * T].reshape(B, T), dtype=torch.long)
+    targets = torch.tensor(batch[B * T:].reshape(B, T), dtype=torch.long)
+    half = T * D // 2
+    cos = torch.tensor(rope[:half].reshape(1, T, 1, D // 2))
+    sin = torch.tensor(rope[half:2 * half].reshape(1, T, 1, D // 2))
+
+    x = norm(F.embedding(idx, P["wte"]))
+    x0 = x
+    for i in range(L):
+        p = f"h.{i}."
+        x = P["resid_lambdas"][i] * x + P["x0_lambdas"][i] * x0
+        h = norm(x)
+        q = F.linear(h, P[p + "attn.c_q"]).view(B, T, H, D)
+        k = F.linear(h, P[p + "attn.c_k"]).view(B, T, Hkv, D)
+        v = F.linear(h, P[p + "attn.c_v"]).view(B, T, Hkv, D)
+        if has_ve(i, L):
+            ve = F.embedding(idx, P[f"value_embeds.{i}"]).view(B, T, Hkv, D)
+            gate = 2 * torch.sigmoid(F.linear(h[..., :32], P[p + "attn.ve_gate"]))
+            v = v + gate.unsqueeze(-1) * ve
+        q, k = apply_rotary_emb(q, cos, sin), apply_rotary_emb(k, cos, sin)
+        q, k = norm(q), norm(k)
+        y = attention(q, k, v).contiguous().view(B, T, -1)
+        x = x + F.linear(y, P[p + "attn.c_proj"])
+        x = x + F.linear(F.relu(F.linear(norm(x), P[p + "mlp.c_fc"])).square(), P[p + "mlp.c_proj"])
+    logits = F.linear(norm(x), P["lm_head"])
+    capped = 15 * torch.tanh(logits / 15)
+    loss = F.cross_entropy(capped.view(-1, V), targets.view(-1), ignore_index=-1)
+    loss.backward()
+    grads = np.zeros_like(flat)
+    for p in spec["params"]:
+        g = P[p["name"]].grad
+        if g is not None:
+            grads[p["offset"]:p["offset"] + g.numel()] = g.reshape(-1).numpy()
+    out = np.concatenate([np.array([loss.item()], dtype=np.float32), logits.detach().reshape(-1).numpy(), grads])
+    out.astype(np.float32).tofile(sys.argv[5])
+
+
+if __name__ == "__main__":
+    main()
