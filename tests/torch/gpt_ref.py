@@ -42,23 +42,9 @@ def attention(q, k, v):
     return (att @ v).transpose(1, 2)
 
 
-def main():
-    spec = json.load(open(sys.argv[1]))
-    flat = np.fromfile(sys.argv[2], dtype=np.float32)
-    batch = np.fromfile(sys.argv[3], dtype=np.int32)
-    rope = np.fromfile(sys.argv[4], dtype=np.float32)
+def forward(spec, P, idx, targets, cos, sin):
     L, C, H, Hkv, D, V = (spec[k] for k in ("depth", "dim", "n_head", "n_kv_head", "head_dim", "vocab_size"))
     B, T = spec["B"], spec["T"]
-    P = {}
-    for p in spec["params"]:
-        n = int(np.prod(p["shape"]))
-        P[p["name"]] = torch.tensor(flat[p["offset"]:p["offset"] + n].reshape(p["shape"]), requires_grad=True)
-    idx = torch.tensor(batch[:B * T].reshape(B, T), dtype=torch.long)
-    targets = torch.tensor(batch[B * T:].reshape(B, T), dtype=torch.long)
-    half = T * D // 2
-    cos = torch.tensor(rope[:half].reshape(1, T, 1, D // 2))
-    sin = torch.tensor(rope[half:2 * half].reshape(1, T, 1, D // 2))
-
     x = norm(F.embedding(idx, P["wte"]))
     x0 = x
     for i in range(L):
@@ -80,6 +66,84 @@ def main():
     logits = F.linear(norm(x), P["lm_head"])
     capped = 15 * torch.tanh(logits / 15)
     loss = F.cross_entropy(capped.view(-1, V), targets.view(-1), ignore_index=-1)
+    return loss, logits
+
+
+POLAR = [
+    (8.156554524902461, -22.48329292557795, 15.878769915207462),
+    (4.042929935166739, -2.808917465908714, 0.5000178451051316),
+    (3.8916678022926607, -2.772484153217685, 0.5060648178503393),
+    (3.285753657755655, -2.3681294933425376, 0.46449024233003106),
+    (2.3465413258596377, -1.7097828382687081, 0.42323551169305323),
+]
+
+
+@torch.no_grad()
+def muon_step(p, buf, lr, momentum, wd, ns_steps):
+    """nanochat's Muon step (muon_step_fused), in fp32 and without NorMuon variance reduction."""
+    g = p.grad
+    buf.lerp_(g, 1 - momentum)
+    g = g.lerp(buf, momentum)
+    X = g / (g.norm() * 1.02 + 1e-6)
+    if g.size(-2) > g.size(-1):
+        for a, b, c in POLAR[:ns_steps]:
+            A = X.mT @ X
+            X = a * X + X @ (b * A + c * (A @ A))
+    else:
+        for a, b, c in POLAR[:ns_steps]:
+            A = X @ X.mT
+            X = a * X + (b * A + c * (A @ A)) @ X
+    mask = (X * p) >= 0
+    p.sub_(lr * X + lr * wd * p * mask)
+
+
+def train_steps(spec, P, idx, targets, cos, sin, out_path):
+    """spec["steps"]: [{"lr_mult", "momentum", "progress"}]; spec["groups"]: {name: {kind, lr, betas, eps, wd}}."""
+    adam_groups, muon = [], []
+    for name, g in spec["groups"].items():
+        if g["kind"] == "adamw":
+            adam_groups.append(dict(params=[P[name]], lr=g["lr"], betas=tuple(g["betas"]), eps=g["eps"],
+                                    weight_decay=g["wd"], initial_lr=g["lr"]))
+        else:
+            muon.append((P[name], torch.zeros_like(P[name]), g["lr"]))
+    adam = torch.optim.AdamW(adam_groups)
+    losses = []
+    for st in spec["steps"]:
+        for t in P.values():
+            t.grad = None
+        loss, _ = forward(spec, P, idx, targets, cos, sin)
+        loss.backward()
+        losses.append(loss.item())
+        for group in adam.param_groups:
+            group["lr"] = group["initial_lr"] * st["lr_mult"]
+        adam.step()
+        wd = spec["weight_decay"] * (1 - st["progress"])
+        for p, buf, lr in muon:
+            muon_step(p, buf, lr * st["lr_mult"], st["momentum"], wd, spec["ns_steps"])
+    flat = np.concatenate([P[p["name"]].detach().reshape(-1).numpy() for p in spec["params"]])
+    np.concatenate([np.array(losses, dtype=np.float32), flat.astype(np.float32)]).tofile(out_path)
+
+
+def main():
+    spec = json.load(open(sys.argv[1]))
+    flat = np.fromfile(sys.argv[2], dtype=np.float32)
+    batch = np.fromfile(sys.argv[3], dtype=np.int32)
+    rope = np.fromfile(sys.argv[4], dtype=np.float32)
+    L, C, H, Hkv, D, V = (spec[k] for k in ("depth", "dim", "n_head", "n_kv_head", "head_dim", "vocab_size"))
+    B, T = spec["B"], spec["T"]
+    P = {}
+    for p in spec["params"]:
+        n = int(np.prod(p["shape"]))
+        P[p["name"]] = torch.tensor(flat[p["offset"]:p["offset"] + n].reshape(p["shape"]), requires_grad=True)
+    idx = torch.tensor(batch[:B * T].reshape(B, T), dtype=torch.long)
+    targets = torch.tensor(batch[B * T:].reshape(B, T), dtype=torch.long)
+    half = T * D // 2
+    cos = torch.tensor(rope[:half].reshape(1, T, 1, D // 2))
+    sin = torch.tensor(rope[half:2 * half].reshape(1, T, 1, D // 2))
+
+    if "steps" in spec:
+        return train_steps(spec, P, idx, targets, cos, sin, sys.argv[5])
+    loss, logits = forward(spec, P, idx, targets, cos, sin)
     loss.backward()
     grads = np.zeros_like(flat)
     for p in spec["params"]:

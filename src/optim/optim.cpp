@@ -1,0 +1,127 @@
+#include "optim/optim.h"
+
+#include <cmath>
+
+#include "ops/matmul.h"
+
+namespace frontier {
+
+namespace {
+
+// nanochat's Polar Express coefficients (a, b, c) per iteration.
+constexpr double kPolar[5][3] = {
+    {8.156554524902461, -22.48329292557795, 15.878769915207462},
+    {4.042929935166739, -2.808917465908714, 0.5000178451051316},
+    {3.8916678022926607, -2.772484153217685, 0.5060648178503393},
+    {3.285753657755655, -2.3681294933425376, 0.46449024233003106},
+    {2.3465413258596377, -1.7097828382687081, 0.42323551169305323},
+};
+
+void transpose(const float* in, float* out, int64_t r, int64_t c) {
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t j = 0; j < c; j++) out[j * r + i] = in[i * c + j];
+}
+
+}  // namespace
+
+// Wide form (rows <= cols): A = X X^T (r, r); B = b A + c A A; X = a X + B X. A tall X is transposed first,
+// which equals nanochat's tall-matrix branch (A = X^T X, X = a X + X B).
+void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps) {
+  bool tall = rows > cols;
+  int64_t r = tall ? cols : rows, c = tall ? rows : cols;
+  std::vector<float> Y(X, X + rows * cols);
+  if (tall) transpose(X, Y.data(), rows, cols);
+  double nrm = 0;
+  for (float v : Y) nrm += static_cast<double>(v) * v;
+  float scale = static_cast<float>(1.0 / (std::sqrt(nrm) * 1.02 + 1e-6));
+  for (float& v : Y) v *= scale;
+  std::vector<float> A(r * r), AA(r * r), Bm(r * r), BX(r * c), Yt(c * r);
+  for (int it = 0; it < ns_steps; it++) {
+    float a = static_cast<float>(kPolar[it][0]), b = static_cast<float>(kPolar[it][1]),
+          cc = static_cast<float>(kPolar[it][2]);
+    ref::matmul_forward(A.data(), Y.data(), Y.data(), r, c, r);   // A = Y Y^T
+    ref::matmul_forward(AA.data(), A.data(), A.data(), r, r, r);  // A A^T = A A (A symmetric)
+    for (int64_t i = 0; i < r * r; i++) Bm[i] = b * A[i] + cc * AA[i];
+    transpose(Y.data(), Yt.data(), r, c);                          // B Y = B @ (Y^T)^T
+    ref::matmul_forward(BX.data(), Bm.data(), Yt.data(), r, r, c);
+    for (int64_t i = 0; i < r * c; i++) Y[i] = a * Y[i] + BX[i];
+  }
+  if (tall) {
+    transpose(Y.data(), X, r, c);
+  } else {
+    std::copy(Y.begin(), Y.end(), X);
+  }
+}
+
+Optimizer::Optimizer(Gpt& gpt, const OptimConfig& cfg) : gpt_(gpt), cfg_(cfg) {
+  state_.assign(3 * gpt.weights().size(), 0.f);
+}
+
+AdamGroupInfo Optimizer::adam_settings(const ParamInfo& p) const {
+  float scale = std::pow(gpt_.shape().dim / 768.f, -0.5f);
+  switch (p.group) {
+    case ParamGroup::kLmHead: return {cfg_.unembedding_lr * scale, cfg_.adam_beta1, cfg_.adam_beta2, cfg_.adam_eps, 0};
+    case ParamGroup::kEmbedding:
+    case ParamGroup::kValueEmbed:
+      return {cfg_.embedding_lr * scale, cfg_.adam_beta1, cfg_.adam_beta2, cfg_.adam_eps, 0};
+    case ParamGroup::kScalar:
+      if (p.name == "x0_lambdas") return {cfg_.scalar_lr, 0.96f, 0.95f, cfg_.adam_eps, 0};
+      return {cfg_.scalar_lr * 0.01f, cfg_.adam_beta1, cfg_.adam_beta2, cfg_.adam_eps, 0};
+    default: return {0, 0, 0, 0, 0};
+  }
+}
+
+float Optimizer::muon_lr(const ParamInfo& p) const {
+  float ratio = static_cast<float>(p.shape[0]) / static_cast<float>(p.shape[1]);
+  return cfg_.matrix_lr * std::sqrt(std::max(1.f, ratio));
+}
+
+void Optimizer::adam_update(const ParamInfo& p, const AdamGroupInfo& g, float lr_mult) {
+  const int64_t n = p.numel(), N = static_cast<int64_t>(gpt_.weights().size());
+  float* w = gpt_.weights().data() + p.offset;
+  const float* gr = gpt_.grads().data() + p.offset;
+  float* m = state_.data() + p.offset;
+  float* v = state_.data() + N + p.offset;
+  const float lr = g.lr * lr_mult;
+  const double bc1 = 1.0 - std::pow(static_cast<double>(g.beta1), static_cast<double>(t_));
+  const double bc2 = 1.0 - std::pow(static_cast<double>(g.beta2), static_cast<double>(t_));
+  const float step_size = static_cast<float>(lr / bc1);
+  const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+  for (int64_t i = 0; i < n; i++) {
+    w[i] *= 1.f - lr * g.wd;
+    m[i] = g.beta1 * m[i] + (1.f - g.beta1) * gr[i];
+    v[i] = g.beta2 * v[i] + (1.f - g.beta2) * gr[i] * gr[i];
+    w[i] -= step_size * m[i] / (std::sqrt(v[i]) / bc2_sqrt + g.eps);
+  }
+}
+
+void Optimizer::muon_update(const ParamInfo& p, float lr, float momentum, float wd) {
+  const int64_t n = p.numel(), N = static_cast<int64_t>(gpt_.weights().size());
+  float* w = gpt_.weights().data() + p.offset;
+  const float* gr = gpt_.grads().data() + p.offset;
+  float* buf = state_.data() + 2 * N + p.offset;
+  std::vector<float> u(n);
+  for (int64_t i = 0; i < n; i++) {
+    buf[i] += (1.f - momentum) * (gr[i] - buf[i]);  // lerp(buf, g, 1 - mu)
+    u[i] = gr[i] + momentum * (buf[i] - gr[i]);     // lerp(g, buf, mu): Nesterov
+  }
+  polar_express(u.data(), p.shape[0], p.shape[1], cfg_.ns_steps);
+  for (int64_t i = 0; i < n; i++) {
+    float mask = (u[i] * w[i]) >= 0.f ? 1.f : 0.f;
+    w[i] -= lr * u[i] + lr * wd * w[i] * mask;
+  }
+}
+
+void Optimizer::step(float lr_mult, float muon_momentum, float progress) {
+  t_++;
+  float wd = cfg_.weight_decay * (1.f - progress);
+  for (const auto& p : gpt_.params()) {
+    if (p.group == ParamGroup::kMatrix) {
+      muon_update(p, muon_lr(p) * lr_mult, muon_momentum, wd);
+    } else {
+      adam_update(p, adam_settings(p), lr_mult);
+    }
+  }
+}
+
+}  // namespace frontier

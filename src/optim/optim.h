@@ -1,0 +1,58 @@
+// Optimizers over the GPT's parameter arena: Muon for the block matrices, AdamW for embeddings, value
+// embeddings, lm_head and scalars, with nanochat's per-group settings. State lives in arenas parallel to the
+// weights (one buffer each), so a checkpoint is a few contiguous writes.
+//
+//   Optimizer opt(gpt, OptimConfig{});       // groups derived from ParamInfo::group
+//   opt.step(lr_multiplier, muon_momentum, progress);   // after gradients are accumulated
+//
+// Muon (Keller Jordan; nanochat's variant): Nesterov momentum buf = lerp(buf, g, 1-mu), u = lerp(g, buf, mu);
+// X = u / (1.02 * ||u||_F + 1e-6), then 5 Polar Express iterations X = a X + (b A + c A^2) X (A = X X^T; the
+// transposed form for tall matrices); update W -= lr_eff * X + lr_eff * wd_eff * W * [X * W >= 0] (cautious weight
+// decay), lr_eff = lr * max(1, rows/cols)^0.5, wd_eff = wd * (1 - progress). In fp32 (nanochat uses bf16), and
+// without NorMuon's second-moment normalisation (not in this spec).
+// AdamW: torch.optim.AdamW semantics (decoupled decay, bias correction), betas and eps per group.
+#pragma once
+
+#include <vector>
+
+#include "model/gpt.h"
+
+namespace frontier {
+
+struct OptimConfig {
+  float matrix_lr = 0.02f;      // Muon
+  float embedding_lr = 0.2f;    // wte and value embeddings (AdamW), times (dim/768)^-0.5
+  float unembedding_lr = 0.004f;  // lm_head (AdamW), times (dim/768)^-0.5
+  float scalar_lr = 0.5f;       // x0_lambdas; resid_lambdas get scalar_lr * 0.01 (nanochat)
+  float weight_decay = 0.2f;    // Muon cautious weight decay, decaying linearly with progress
+  float adam_beta1 = 0.8f, adam_beta2 = 0.95f, adam_eps = 1e-10f;
+  int ns_steps = 5;
+};
+
+struct AdamGroupInfo {
+  float lr, beta1, beta2, eps, wd;
+};
+
+class Optimizer {
+ public:
+  Optimizer(Gpt& gpt, const OptimConfig& cfg);
+  // lr_mult from the schedule; muon_momentum from its warmup; progress in [0, 1] for the weight-decay decay.
+  void step(float lr_mult, float muon_momentum, float progress);
+  int64_t steps() const { return t_; }
+  std::vector<float>& state() { return state_; }  // [adam m | adam v | muon momentum], arena layout each
+  AdamGroupInfo adam_settings(const ParamInfo& p) const;
+  float muon_lr(const ParamInfo& p) const;
+
+ private:
+  void muon_update(const ParamInfo& p, float lr, float momentum, float wd);
+  void adam_update(const ParamInfo& p, const AdamGroupInfo& g, float lr_mult);
+  Gpt& gpt_;
+  OptimConfig cfg_;
+  int64_t t_ = 0;
+  std::vector<float> state_;
+};
+
+// Polar Express orthogonalisation of X (rows, cols) in place, ns_steps iterations (<= 5). Exposed for tests.
+void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps);
+
+}  // namespace frontier
