@@ -40,17 +40,37 @@ Var embedding(Tape& t, const int32_t* idx, int64_t n, Var table) {
   return out;
 }
 
+// Threads split the output rows (forward, dx) or W's rows (dW), so every element is computed by one thread in a
+// fixed order: results do not depend on the thread count.
 Var linear(Tape& t, Var x, Var W) {
   int64_t K = t.shape(x).back(), N = t.shape(W)[0];
   FRONTIER_CHECK(t.shape(W)[1] == K);
   int64_t M = t.numel(x) / K;
   bool rg = t.requires_grad(x) || t.requires_grad(W);
   Var out = t.make(with_last(t.shape(x), N), rg);
-  ref::matmul_forward(t.value(out), t.value(x), t.value(W), M, K, N);
+  {
+    float* o = t.value(out);
+    const float *px = t.value(x), *pw = t.value(W);
+#pragma omp parallel for schedule(static)
+    for (int64_t m = 0; m < M; m++) ref::matmul_forward(o + m * N, px + m * K, pw, 1, K, N);
+  }
   if (rg)
     t.node(out).backward = [&t, out, x, W, M, K, N]() {
-      ref::matmul_backward(t.requires_grad(x) ? t.grad(x) : nullptr, t.requires_grad(W) ? t.grad(W) : nullptr,
-                           t.grad(out), t.value(x), t.value(W), M, K, N);
+      const float *g = t.grad(out), *px = t.value(x), *pw = t.value(W);
+      if (t.requires_grad(x)) {
+        float* dx = t.grad(x);
+#pragma omp parallel for schedule(static)
+        for (int64_t m = 0; m < M; m++) ref::matmul_backward<float>(dx + m * K, nullptr, g + m * N, px + m * K, pw, 1, K, N);
+      }
+      if (t.requires_grad(W)) {
+        float* dW = t.grad(W);
+#pragma omp parallel for schedule(static)
+        for (int64_t n = 0; n < N; n++)
+          for (int64_t m = 0; m < M; m++) {
+            float d = g[m * N + n];
+            for (int64_t k = 0; k < K; k++) dW[n * K + k] += d * px[m * K + k];
+          }
+      }
     };
   return out;
 }
