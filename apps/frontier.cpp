@@ -1,6 +1,8 @@
 // The `frontier` command line. Thin: parses flags, calls the library, prints results. Subcommands:
 //   prepare    raw text -> tokenizer + token shards (data/prepare.h)
 //   tokenizer  encode / decode text with a prepared tokenizer
+//   inspect    verify a prepared dataset, show a first batch
+//   train      train the GPT under a wall-clock budget (train/train.h)
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +15,7 @@
 #include "data/loader.h"
 #include "data/prepare.h"
 #include "tokenizer/tokenizer.h"
+#include "train/train.h"
 #include "util/file.h"
 #include "util/utf8.h"
 
@@ -85,7 +88,41 @@ int main(int argc, char** argv) {
   insp->add_option("--data", insp_dir, "Prepared dataset directory")->capture_default_str();
   insp->add_option("--seq-len", insp_T, "Row length for the sample batch")->capture_default_str();
 
+  auto* tr = app.add_subcommand("train",
+                                "Train the GPT on a prepared dataset under a wall-clock budget, then print val_bpb "
+                                "and a summary. Config: TOML file, then --set overrides; unknown keys are errors.");
+  std::string tr_config, tr_data;
+  double tr_budget = 0;
+  std::vector<std::string> tr_sets;
+  bool tr_keys = false;
+  tr->add_option("--config", tr_config, "TOML config (e.g. configs/baseline.toml); defaults apply without it");
+  tr->add_option("--budget", tr_budget, "Training budget in seconds (overrides train.budget_seconds)");
+  tr->add_option("--data", tr_data, "Prepared dataset directory (overrides train.data)");
+  tr->add_option("--set", tr_sets, "key=value override, repeatable (e.g. --set model.depth=4)");
+  tr->add_flag("--list-keys", tr_keys, "List every config key with its type, default and meaning, then exit");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (tr->parsed()) {
+    ConfigSchema schema = train_schema();
+    if (tr_keys) {
+      std::printf("%s", schema.help().c_str());
+      return 0;
+    }
+    Config cfg = schema.defaults();
+    Status s;
+    if (!tr_config.empty() && !(s = schema.load_toml(tr_config, &cfg)).ok()) return fail(s);
+    for (const auto& kv : tr_sets)
+      if (!(s = schema.apply_set(kv, &cfg)).ok()) return fail(s);
+    if (tr->count("--budget")) cfg.set("train.budget_seconds", tr_budget);
+    if (!tr_data.empty()) cfg.set("train.data", tr_data);
+    TrainSummary sum;
+    s = train(cfg, &sum);
+    if (!s.ok()) return fail(s);
+    std::printf("%s", sum.format().c_str());
+    std::printf("run_dir:          %s\n", sum.run_dir.c_str());
+    return 0;
+  }
 
   if (prep->parsed()) {
     po.utf8 = utf8 == "replace" ? Utf8Policy::kReplace : Utf8Policy::kError;

@@ -42,9 +42,9 @@ float* Tape::grad(Var v) {
   return n.grad;
 }
 
-void Tape::backward(Var loss) {
+void Tape::backward(Var loss, float seed) {
   FRONTIER_CHECK(numel(loss) == 1);
-  grad(loss)[0] += 1.f;
+  grad(loss)[0] += seed;
   for (int i = loss.id; i >= 0; i--) {
     Node& n = *nodes_[i];
     if (n.backward && n.grad) n.backward();

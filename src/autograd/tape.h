@@ -48,7 +48,7 @@ class Tape {
   const std::vector<int64_t>& shape(Var v) { return nodes_[v.id]->shape; }
   int64_t numel(Var v) { return nodes_[v.id]->numel(); }
   bool requires_grad(Var v) { return nodes_[v.id]->requires_grad; }
-  void backward(Var scalar_loss);  // d loss / d loss = 1
+  void backward(Var scalar_loss, float seed = 1.f);  // d loss / d loss = seed (1/accum for accumulation)
   void clear() { nodes_.clear(); }
   size_t size() const { return nodes_.size(); }
 

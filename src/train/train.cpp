@@ -1,0 +1,302 @@
+#include "train/train.h"
+
+#include <immintrin.h>
+#include <omp.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "model/gpt.h"
+#include "model/model_config.h"
+#include "ops/cross_entropy.h"
+#include "optim/optim.h"
+#include "train/checkpoint.h"
+#include "util/file.h"
+
+namespace frontier {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double peak_rss_mb() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;  // KiB on Linux
+}
+
+// LR multiplier on time progress: linear warmup, constant, linear warmdown to final_frac (nanochat get_lr_multiplier).
+double lr_multiplier(double progress, double warmup, double warmdown, double final_frac) {
+  if (warmup > 0 && progress < warmup) return (progress + 1e-9) / warmup;
+  if (progress <= 1.0 - warmdown) return 1.0;
+  double cooldown = (1.0 - progress) / warmdown;
+  return cooldown * 1.0 + (1.0 - cooldown) * final_frac;
+}
+
+}  // namespace
+
+ConfigSchema train_schema() {
+  ConfigSchema s;
+  add_model_keys(&s);
+  s.add_float("optim.matrix_lr", 0.02, "Muon learning rate for block matrices");
+  s.add_float("optim.embedding_lr", 0.2, "AdamW LR for wte and value embeddings, x (dim/768)^-0.5");
+  s.add_float("optim.unembedding_lr", 0.004, "AdamW LR for lm_head, x (dim/768)^-0.5");
+  s.add_float("optim.scalar_lr", 0.5, "AdamW LR for x0_lambdas (resid_lambdas get 1% of it)");
+  s.add_float("optim.weight_decay", 0.2, "Muon cautious weight decay, decaying linearly to 0 with progress");
+  s.add_int("optim.momentum_warmup_steps", 300, "Muon momentum warms from 0.85 to 0.95 over this many steps");
+  s.add_string("train.data", "data/default", "prepared dataset directory (frontier prepare --out)");
+  s.add_float("train.budget_seconds", 60.0, "wall-clock training budget (optimizer steps only)");
+  s.add_int("train.micro_batch", 8, "sequences per forward/backward (B)");
+  s.add_int("train.total_batch_tokens", 0, "tokens per optimizer step (0 = micro_batch * seq_len, no accumulation)");
+  s.add_int("train.warmup_steps_excluded", 2, "first steps not counted in the budget (start-up effects)");
+  s.add_float("train.warmup_ratio", 0.0, "LR warmup, as a fraction of the budget");
+  s.add_float("train.warmdown_ratio", 0.5, "LR linear warmdown over this last fraction of the budget");
+  s.add_float("train.final_lr_frac", 0.0, "LR multiplier at the end of the warmdown");
+  s.add_int("train.max_steps", 0, "stop after this many steps (0 = budget only); >0 also runs the schedules on "
+            "step progress, which makes runs bit-reproducible");
+  s.add_int("train.seed", 42, "initialisation and data-order seed");
+  s.add_int("train.threads", 0, "threads (0 = all cores)");
+  s.add_string("train.run_dir", "", "run directory (default runs/<date>-<time>)");
+  s.add_float("train.peak_gflops", 0.0, "FMA peak for MFU (0 = measure at start)");
+  s.add_int("eval.tokens", 32768, "validation tokens scored for val_bpb");
+  s.add_int("eval.batch", 8, "validation sequences per forward");
+  return s;
+}
+
+std::string TrainSummary::format() const {
+  char buf[1024];
+  std::snprintf(buf, sizeof(buf),
+                "---\nval_bpb:          %.6f\ntraining_seconds: %.1f\ntotal_seconds:    %.1f\npeak_mem_mb:      %.1f\n"
+                "mfu_percent:      %.2f\ntotal_tokens_M:   %.3f\nnum_steps:        %lld\nnum_params_M:     %.2f\n"
+                "depth:            %d\ntokens_per_sec:   %.0f\n",
+                val_bpb, training_seconds, total_seconds, peak_mem_mb, mfu_percent, total_tokens_M,
+                static_cast<long long>(num_steps), num_params_M, depth, tokens_per_sec);
+  return buf;
+}
+
+double measure_fma_peak_gflops(int threads) {
+  const int64_t iters = 20'000'000;
+  double best = 0;
+  for (int rep = 0; rep < 2; rep++) {
+    auto t0 = Clock::now();
+#pragma omp parallel num_threads(threads)
+    {
+      __m256 a[10];
+      for (int i = 0; i < 10; i++) a[i] = _mm256_set1_ps(1.0f + 1e-3f * i);
+      const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+      for (int64_t i = 0; i < iters; i++)
+        for (int k = 0; k < 10; k++) a[k] = _mm256_fmadd_ps(a[k], b, c);
+      float sink = 0;
+      for (int i = 0; i < 10; i++) sink += _mm256_cvtss_f32(a[i]);
+      if (sink == 12345.f) std::printf(" ");
+    }
+    double secs = since(t0);
+    best = std::max(best, threads * iters * 10.0 * 16.0 / secs / 1e9);  // 8 lanes x 2 FLOPs
+  }
+  return best;
+}
+
+Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb) {
+  std::vector<Shard> shards;
+  FRONTIER_RETURN_IF_ERROR(data.open_split("val", &shards));
+  BestFitLoader loader;
+  LoaderConfig lc;
+  lc.B = B;
+  lc.T = T;
+  lc.shuffle = false;
+  FRONTIER_RETURN_IF_ERROR(loader.init(shards, lc));
+  const auto& tb = data.token_bytes();
+  int64_t steps = std::max<int64_t>(1, eval_tokens / (int64_t(B) * T));
+  std::vector<int32_t> x(B * T), y(B * T);
+  std::vector<float> losses(B * T);
+  double nats = 0, bytes = 0;
+  const int V = gpt.shape().vocab_size;
+  for (int64_t s = 0; s < steps; s++) {
+    loader.next(x.data(), y.data());
+    Tape tape;
+    Var logits;
+    gpt.forward(tape, x.data(), y.data(), B, T, &logits);
+    ref::softcap_ce_forward<float>(losses.data(), tape.value(logits), y.data(), int64_t(B) * T, V, Gpt::kSoftcap);
+    for (int i = 0; i < B * T; i++) {
+      int nb = tb[y[i]];
+      if (nb > 0) {
+        nats += losses[i];
+        bytes += nb;
+      }
+    }
+  }
+  if (bytes == 0) return Status::error("validation targets have no bytes (is token_bytes.bin all zeros?)");
+  *bpb = nats / (std::log(2.0) * bytes);
+  return ok_status();
+}
+
+Status train(const Config& cfg, TrainSummary* out) {
+  auto t_start = Clock::now();
+  ModelShape shape;
+  FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg, &shape));
+  const double budget = cfg.get_float("train.budget_seconds");
+  if (!(budget > 0)) return Status::error("train.budget_seconds must be > 0 (got " + std::to_string(budget) + ")");
+  const int B = static_cast<int>(cfg.get_int("train.micro_batch")), T = shape.seq_len;
+  if (B < 1) return Status::error("train.micro_batch must be >= 1");
+  int64_t total = cfg.get_int("train.total_batch_tokens");
+  if (total == 0) total = int64_t(B) * T;
+  if (total % (int64_t(B) * T) != 0)
+    return Status::error("train.total_batch_tokens " + std::to_string(total) + " is not divisible by micro_batch * "
+                         "seq_len = " + std::to_string(int64_t(B) * T) + " (choose a multiple)");
+  const int64_t accum = total / (int64_t(B) * T);
+  int threads = static_cast<int>(cfg.get_int("train.threads"));
+  if (threads > 0) omp_set_num_threads(threads);
+  threads = omp_get_max_threads();
+
+  PreparedData data;
+  FRONTIER_RETURN_IF_ERROR(data.open(cfg.get_string("train.data")));
+  if (static_cast<int>(data.tokenizer().vocab_size()) != shape.vocab_size)
+    return Status::error("model.vocab_size " + std::to_string(shape.vocab_size) + " does not match the data's "
+                         "tokenizer (" + std::to_string(data.tokenizer().vocab_size()) + "); set model.vocab_size=" +
+                         std::to_string(data.tokenizer().vocab_size()));
+  std::vector<Shard> train_shards;
+  FRONTIER_RETURN_IF_ERROR(data.open_split("train", &train_shards));
+
+  std::string run_dir = cfg.get_string("train.run_dir");
+  if (run_dir.empty()) {
+    char buf[64];
+    std::time_t now = std::time(nullptr);
+    std::strftime(buf, sizeof(buf), "runs/%Y%m%d-%H%M%S", std::localtime(&now));
+    run_dir = buf;
+  }
+  FRONTIER_RETURN_IF_ERROR(make_dirs(run_dir));
+  FRONTIER_RETURN_IF_ERROR(write_file_atomic(run_dir + "/config.toml", cfg.to_toml()));
+
+  Gpt gpt(shape);
+  gpt.init_nanochat(static_cast<uint64_t>(cfg.get_int("train.seed")));
+  OptimConfig oc;
+  oc.matrix_lr = static_cast<float>(cfg.get_float("optim.matrix_lr"));
+  oc.embedding_lr = static_cast<float>(cfg.get_float("optim.embedding_lr"));
+  oc.unembedding_lr = static_cast<float>(cfg.get_float("optim.unembedding_lr"));
+  oc.scalar_lr = static_cast<float>(cfg.get_float("optim.scalar_lr"));
+  oc.weight_decay = static_cast<float>(cfg.get_float("optim.weight_decay"));
+  Optimizer opt(gpt, oc);
+  const int64_t mom_warm = cfg.get_int("optim.momentum_warmup_steps");
+
+  // Parameter counts by group and FLOPs per token (nanochat: 6 x matmul params + 12 * L * H * D * T).
+  int64_t n_matrix = 0, n_emb = 0, n_head = 0, n_scalar = 0;
+  for (const auto& p : gpt.params()) {
+    if (p.group == ParamGroup::kMatrix) n_matrix += p.numel();
+    else if (p.group == ParamGroup::kLmHead) n_head += p.numel();
+    else if (p.group == ParamGroup::kScalar) n_scalar += p.numel();
+    else n_emb += p.numel();
+  }
+  const double flops_per_token =
+      6.0 * (n_matrix + n_head) + 12.0 * shape.depth * shape.n_head * shape.head_dim * static_cast<double>(T);
+  double peak = cfg.get_float("train.peak_gflops");
+  if (peak <= 0) peak = measure_fma_peak_gflops(threads);
+
+  std::printf("model: %s\n", shape.describe().c_str());
+  std::printf("params: %.3fM total = matrices %.3fM + embeddings %.3fM + lm_head %.3fM + scalars %lld\n",
+              gpt.n_params() / 1e6, n_matrix / 1e6, n_emb / 1e6, n_head / 1e6, static_cast<long long>(n_scalar));
+  std::printf("batch: %d x %d tokens x %lld accumulation = %lld tokens/step; flops/token %.3g; FMA peak %.1f "
+              "GFLOP/s (%d threads)\n",
+              B, T, static_cast<long long>(accum), static_cast<long long>(total), flops_per_token, peak, threads);
+  std::printf("lr: matrix %.4g, embedding %.4g, lm_head %.4g (x (dim/768)^-0.5 = %.3f); budget %.1fs; run dir %s\n",
+              oc.matrix_lr, oc.embedding_lr, oc.unembedding_lr, std::pow(shape.dim / 768.0, -0.5), budget,
+              run_dir.c_str());
+  std::fflush(stdout);
+
+  BestFitLoader loader;
+  LoaderConfig lc;
+  lc.B = B;
+  lc.T = T;
+  lc.seed = static_cast<uint64_t>(cfg.get_int("train.seed"));
+  FRONTIER_RETURN_IF_ERROR(loader.init(train_shards, lc));
+
+  AtomicFile log;
+  FRONTIER_RETURN_IF_ERROR(log.open(run_dir + "/log.jsonl"));
+  std::vector<int32_t> x(B * T), y(B * T);
+  const int64_t excluded = cfg.get_int("train.warmup_steps_excluded");
+  const int64_t max_steps = cfg.get_int("train.max_steps");
+  const double warmup = cfg.get_float("train.warmup_ratio"), warmdown = cfg.get_float("train.warmdown_ratio");
+  const double final_frac = cfg.get_float("train.final_lr_frac");
+  double training_time = 0, smooth = 0, loss_val = 0;
+  int64_t step = 0, tokens = 0;
+  const double explode = 3.0 * std::log(static_cast<double>(shape.vocab_size)) + 5.0;
+  auto last_print = Clock::now() - std::chrono::seconds(10);
+  while (true) {
+    auto t0 = Clock::now();
+    double progress = max_steps > 0 ? static_cast<double>(step) / max_steps : std::min(training_time / budget, 1.0);
+    gpt.zero_grad();
+    double loss_sum = 0;
+    for (int64_t a = 0; a < accum; a++) {
+      loader.next(x.data(), y.data());
+      Tape tape;
+      Var loss = gpt.forward(tape, x.data(), y.data(), B, T);
+      tape.backward(loss, 1.0f / static_cast<float>(accum));
+      loss_sum += tape.value(loss)[0];
+    }
+    loss_val = loss_sum / accum;
+    if (!std::isfinite(loss_val) || loss_val > explode) {
+      log.commit();
+      return Status::error("training diverged at step " + std::to_string(step) + ": loss " +
+                           std::to_string(loss_val) + " (lower the learning rates, e.g. --set optim.matrix_lr=0.01)");
+    }
+    double lr_mult = lr_multiplier(progress, warmup, warmdown, final_frac);
+    double frac = std::min(1.0, static_cast<double>(step) / std::max<int64_t>(1, mom_warm));
+    double momentum = (1 - frac) * 0.85 + frac * 0.95;
+    opt.step(static_cast<float>(lr_mult), static_cast<float>(momentum), static_cast<float>(progress));
+    double dt = since(t0);
+    if (step >= excluded) training_time += dt;
+    tokens += total;
+    step++;
+    smooth = step == 1 ? loss_val : 0.9 * smooth + 0.1 * loss_val;
+    double tps = total / dt, mfu = 100.0 * tps * flops_per_token / (peak * 1e9);
+    nlohmann::json rec = {{"step", step}, {"loss", loss_val}, {"lr_mult", lr_mult}, {"momentum", momentum},
+                          {"tokens_per_sec", tps}, {"mfu", mfu}, {"step_seconds", dt},
+                          {"training_seconds", training_time}, {"progress", progress}};
+    std::string line = rec.dump() + "\n";
+    FRONTIER_RETURN_IF_ERROR(log.write(line.data(), line.size()));
+    bool tty = isatty(2);
+    if (tty || since(last_print) > 5.0) {
+      last_print = Clock::now();
+      std::fprintf(stderr, "%sstep %5lld | %5.1f%% | loss %.4f | lr x%.3f | %7.0f tok/s | mfu %5.2f%% | %5.1fs left %s",
+                 tty ? "\r" : "", static_cast<long long>(step), 100.0 * std::min(training_time / budget, 1.0), smooth, lr_mult, tps,
+                 mfu, std::max(0.0, budget - training_time), tty ? "" : "\n");
+    }
+    if ((step > excluded && training_time >= budget) || (max_steps > 0 && step >= max_steps)) break;
+  }
+  if (isatty(2)) std::fprintf(stderr, "\n");
+  FRONTIER_RETURN_IF_ERROR(log.commit());
+
+  auto t_eval = Clock::now();
+  double bpb = 0;
+  FRONTIER_RETURN_IF_ERROR(evaluate_bpb(gpt, data, cfg.get_int("eval.tokens"),
+                                        static_cast<int>(cfg.get_int("eval.batch")), T, &bpb));
+  double eval_s = since(t_eval);
+  FRONTIER_RETURN_IF_ERROR(save_checkpoint(run_dir + "/model.ckpt", cfg.to_toml(), gpt.weights(), opt.state()));
+
+  TrainSummary& s = *out;
+  s.val_bpb = bpb;
+  s.training_seconds = training_time;
+  s.eval_seconds = eval_s;
+  s.total_seconds = since(t_start);
+  s.peak_mem_mb = peak_rss_mb();
+  s.num_steps = step;
+  s.total_tokens_M = tokens / 1e6;
+  s.num_params_M = gpt.n_params() / 1e6;
+  s.depth = shape.depth;
+  int64_t counted_steps = std::max<int64_t>(1, step - excluded);
+  s.tokens_per_sec = counted_steps * static_cast<double>(total) / std::max(1e-9, training_time);
+  s.mfu_percent = 100.0 * s.tokens_per_sec * flops_per_token / (peak * 1e9);
+  s.final_loss = loss_val;
+  s.run_dir = run_dir;
+  return write_file_atomic(run_dir + "/summary.txt", s.format());
+}
+
+}  // namespace frontier

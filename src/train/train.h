@@ -1,0 +1,42 @@
+// `frontier train`: train the GPT on prepared shards until a wall-clock budget is spent, then score val_bpb.
+//
+//   ConfigSchema schema = train_schema();
+//   Config cfg = schema.defaults();              // + configs/*.toml + --set overrides
+//   TrainSummary s;
+//   FRONTIER_RETURN_IF_ERROR(train(cfg, &s));    // prints progress, writes the run directory
+//
+// Budget accounting (as autoresearch): only the wall time of optimizer steps counts, and the first
+// train.warmup_steps_excluded steps (start-up effects) do not; evaluation and start-up are reported apart.
+// Schedules run on time progress = training seconds / budget: LR warmup, constant, then a linear warmdown over the
+// last warmdown_ratio to final_lr_frac; Muon momentum warms from 0.85 to 0.95 over the first 300 steps.
+#pragma once
+
+#include <string>
+
+#include "config/config.h"
+
+namespace frontier {
+
+ConfigSchema train_schema();  // model.*, optim.*, train.*, eval.* keys
+
+struct TrainSummary {
+  double val_bpb = 0, training_seconds = 0, total_seconds = 0, eval_seconds = 0, peak_mem_mb = 0;
+  double mfu_percent = 0, total_tokens_M = 0, num_params_M = 0, tokens_per_sec = 0, final_loss = 0;
+  int64_t num_steps = 0;
+  int depth = 0;
+  std::string run_dir;
+  std::string format() const;  // autoresearch's summary block: "---" then one "key: value" per line
+};
+
+Status train(const Config& cfg, TrainSummary* out);
+
+// nanochat's evaluate_bpb: summed nats over summed UTF-8 bytes of the target tokens, specials (0 bytes) excluded,
+// on eval_tokens tokens of the validation split at sequence length T (the val loader is not shuffled).
+class Gpt;
+class PreparedData;
+Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb);
+
+// Measures this machine's fp32 FMA peak (GFLOP/s) with `threads` threads: independent AVX2 FMA chains.
+double measure_fma_peak_gflops(int threads);
+
+}  // namespace frontier

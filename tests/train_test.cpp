@@ -1,0 +1,137 @@
+// `frontier train` end to end on a small prepared dataset: summary, run directory, checkpoint, reproducibility,
+// and one-line errors for bad configs.
+#include <nlohmann/json.hpp>
+
+#include "data/prepare.h"
+#include "test_util.h"
+#include "train/checkpoint.h"
+#include "util/file.h"
+
+using namespace frontier;
+using namespace frontier::testing;
+
+namespace {
+
+// A prepared dataset with a 400-token vocabulary, built once for the suite.
+std::string dataset() {
+  static std::string dir = [] {
+    std::string d = make_temp_dir("train_data");
+    std::string jsonl;
+    uint32_t x = 7;
+    auto rnd = [&x] { return (x = x * 1103515245u + 12345u) >> 16; };
+    std::vector<std::string> words;  // a 300-word vocabulary of random lowercase words
+    for (int i = 0; i < 300; i++) {
+      std::string w;
+      for (int k = 0; k < 2 + static_cast<int>(rnd() % 7); k++) w.push_back(static_cast<char>('a' + rnd() % 26));
+      words.push_back(w);
+    }
+    for (int i = 0; i < 300; i++) {
+      std::string doc;
+      for (int w = 0; w < 40 + i % 50; w++) doc += std::string(w ? " " : "") + words[rnd() % 300];
+      jsonl += nlohmann::json({{"text", doc + "."}}).dump() + "\n";
+    }
+    write_text(d + "/c.jsonl", jsonl);
+    PrepareOptions o;
+    o.train_inputs = {d + "/c.jsonl"};
+    o.out_dir = d + "/data";
+    o.vocab_size = 400;
+    o.progress = false;
+    PrepareResult r;
+    Status s = prepare(o, &r);
+    if (!s.ok()) ADD_FAILURE() << "preparing the test dataset failed: " << s.message();
+    return d;
+  }();
+  return dir;
+}
+
+// The test model: depth 1, dim 64, 2 heads of 32, T = 32. --data and --budget are added unless extra has them.
+std::string train_cmd(const std::string& extra) {
+  std::string data = extra.find("--data") == std::string::npos ? " --data " + dataset() + "/data" : "";
+  std::string budget = extra.find("--budget") == std::string::npos ? " --budget 5" : "";
+  return frontier_bin() + " train" + data + budget + " --set model.vocab_size=400 --set model.depth=1 "
+         "--set model.dim=64 --set model.head_dim=32 --set model.seq_len=32 --set train.micro_batch=4 "
+         "--set eval.tokens=512 --set eval.batch=4 --set train.peak_gflops=100 " + extra;
+}
+
+double summary_value(const std::string& out, const std::string& key) {
+  size_t p = out.find("\n" + key + ":");
+  if (p == std::string::npos) return NAN;
+  return std::stod(out.substr(out.find(':', p) + 1));
+}
+
+}  // namespace
+
+TEST(Train, RunsUnderBudgetAndWritesTheRunDirectory) {
+  std::string run = dataset() + "/run_budget";
+  auto r = run_cmd(train_cmd("--budget 2 --set train.run_dir=" + run));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  double bpb = summary_value(r.out, "val_bpb");
+  EXPECT_TRUE(std::isfinite(bpb) && bpb > 0) << r.out;
+  EXPECT_GE(summary_value(r.out, "training_seconds"), 2.0);
+  EXPECT_GT(summary_value(r.out, "num_steps"), 2);
+  for (const char* f : {"config.toml", "log.jsonl", "model.ckpt", "summary.txt"})
+    EXPECT_TRUE(file_exists(run + "/" + f)) << f;
+  std::string cfg;
+  std::vector<float> w, st;
+  Status s = load_checkpoint(run + "/model.ckpt", &cfg, &w, &st);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_NE(cfg.find("depth = 1"), std::string::npos);
+  EXPECT_NEAR(w.size() / 1e6, summary_value(r.out, "num_params_M"), 0.01);
+  // A damaged checkpoint is refused.
+  std::string bytes;
+  ASSERT_TRUE(read_file(run + "/model.ckpt", &bytes).ok());
+  bytes[bytes.size() / 2] ^= 0x40;
+  write_text(run + "/bad.ckpt", bytes);
+  s = load_checkpoint(run + "/bad.ckpt", &cfg, &w, &st);
+  EXPECT_NE(s.message().find("SHA-256 mismatch"), std::string::npos) << s.message();
+}
+
+TEST(Train, SameSeedSameStepsIsBitIdentical) {
+  std::string out[2];
+  for (int i = 0; i < 2; i++) {
+    auto r = run_cmd(train_cmd("--budget 1000 --set train.max_steps=4 --set train.run_dir=" + dataset() + "/det" +
+                               std::to_string(i)));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    out[i] = r.out.substr(r.out.find("val_bpb:"), r.out.find("\n", r.out.find("val_bpb:")) - r.out.find("val_bpb:"));
+  }
+  EXPECT_EQ(out[0], out[1]);
+  std::string l0, l1;
+  ASSERT_TRUE(read_file(dataset() + "/det0/log.jsonl", &l0).ok());
+  ASSERT_TRUE(read_file(dataset() + "/det1/log.jsonl", &l1).ok());
+  auto losses = [](const std::string& log) {
+    std::vector<double> v;
+    std::istringstream in(log);
+    std::string line;
+    while (std::getline(in, line)) v.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+    return v;
+  };
+  EXPECT_EQ(losses(l0), losses(l1));
+  EXPECT_EQ(losses(l0).size(), 4u);
+}
+
+TEST(Train, BadConfigsGetOneLineErrors) {
+  std::string d = dataset();
+  write_text(d + "/bad.toml", "[model]\ndepht = 3\n");
+  struct Case {
+    std::string args, expect;
+  };
+  std::vector<Case> cases = {
+      {"--set model.dept=2", "unknown config key 'model.dept' (did you mean 'model.depth'?)"},
+      {"--config " + d + "/bad.toml", "bad.toml:2: unknown config key 'model.depht' (did you mean 'model.depth'?)"},
+      {"--config " + d + "/missing.toml", "cannot open config"},
+      {"--budget 0", "train.budget_seconds must be > 0"},
+      {"--budget -5", "train.budget_seconds must be > 0"},
+      {"--set model.dim=100", "model.dim 100 is not divisible by model.head_dim 32"},
+      {"--set train.total_batch_tokens=100", "is not divisible by micro_batch * seq_len = 128"},
+      {"--set model.vocab_size=512", "does not match the data's tokenizer (400)"},
+      {"--data " + d + "/nowhere", "no prepared dataset in"},
+      {"--set train.run_dir=/proc/frontier_run", "cannot create directory"},
+      {"--set optim.matrix_lr=1e30", "training diverged"},
+  };
+  for (auto& c : cases) {
+    auto r = run_cmd(train_cmd("--set train.max_steps=20 " + c.args));
+    EXPECT_NE(r.rc, 0) << c.args;
+    EXPECT_NE(r.out.find("error: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.args << "\n" << r.out.substr(r.out.size() > 600 ? r.out.size() - 600 : 0);
+  }
+}
