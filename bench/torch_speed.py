@@ -1,0 +1,70 @@
+"""Training tokens/s of the same GPT in PyTorch (Debian python3-torch, CPU), for comparison with `frontier train`.
+
+    /usr/bin/python3 bench/torch_speed.py --depth 2 --seq-len 128 --batch 8 --threads 2 --steps 10
+
+Uses tests/torch/gpt_ref.py's forward (the model the parity tests check), random weights and tokens, and
+torch.optim.AdamW on every tensor (Muon's cost is small next to forward+backward at these sizes). Reports the
+median step time after 2 warm-up steps.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "torch"))
+import gpt_ref  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--depth", type=int, default=2)
+    ap.add_argument("--aspect", type=int, default=64)
+    ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--vocab", type=int, default=8192)
+    ap.add_argument("--seq-len", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=10)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    C = (a.depth * a.aspect + a.head_dim - 1) // a.head_dim * a.head_dim
+    H, D, V, L, T, B = C // a.head_dim, a.head_dim, a.vocab, a.depth, a.seq_len, a.batch
+    spec = dict(depth=L, dim=C, n_head=H, n_kv_head=H, head_dim=D, vocab_size=V, B=B, T=T)
+    g = torch.Generator().manual_seed(0)
+    P = {"wte": torch.randn(V, C, generator=g) * 0.8, "lm_head": torch.randn(V, C, generator=g) * 0.001,
+         "resid_lambdas": torch.ones(L), "x0_lambdas": torch.full((L,), 0.1)}
+    for i in range(L):
+        p = f"h.{i}."
+        for name, shape in [("attn.c_q", (C, C)), ("attn.c_k", (C, C)), ("attn.c_v", (C, C)), ("attn.c_proj", (C, C)),
+                            ("mlp.c_fc", (4 * C, C)), ("mlp.c_proj", (C, 4 * C))]:
+            P[p + name] = torch.randn(*shape, generator=g) * C**-0.5
+        if gpt_ref.has_ve(i, L):
+            P[p + "attn.ve_gate"] = torch.zeros(H, 32)
+            P[f"value_embeds.{i}"] = torch.randn(V, C, generator=g) * C**-0.5
+    for t in P.values():
+        t.requires_grad_(True)
+    opt = torch.optim.AdamW(list(P.values()), lr=1e-3)
+    idx = torch.randint(0, V, (B, T), generator=g)
+    tgt = torch.randint(0, V, (B, T), generator=g)
+    freqs = torch.outer(torch.arange(T, dtype=torch.float32),
+                        1.0 / (100000 ** (torch.arange(0, D, 2, dtype=torch.float32) / D)))
+    cos, sin = freqs.cos()[None, :, None, :], freqs.sin()[None, :, None, :]
+    times = []
+    for s in range(a.steps + 2):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss, _ = gpt_ref.forward(spec, P, idx, tgt, cos, sin)
+        loss.backward()
+        opt.step()
+        if s >= 2:
+            times.append(time.perf_counter() - t0)
+    dt = statistics.median(times)
+    print(f"torch {torch.__version__}: depth {L} dim {C} seq {T} batch {B} threads {a.threads}: "
+          f"{B * T / dt:.0f} tokens/s (median step {dt * 1000:.1f} ms over {a.steps} steps)")
+
+
+if __name__ == "__main__":
+    main()
