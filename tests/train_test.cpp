@@ -109,6 +109,20 @@ TEST(Train, SameSeedSameStepsIsBitIdentical) {
   EXPECT_EQ(losses(l0).size(), 4u);
 }
 
+// Linear layers split rows over threads and every other op is sequential, so each number is computed in the same
+// order whatever the thread count: 1 and 2 threads give the same bits.
+TEST(Train, ThreadCountDoesNotChangeResults) {
+  std::string bpb[2];
+  for (int i = 0; i < 2; i++) {
+    auto r = run_cmd(train_cmd("--budget 1000 --set train.max_steps=3 --set train.threads=" + std::to_string(i + 1) +
+                               " --set train.run_dir=" + dataset() + "/thr" + std::to_string(i)));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    size_t p = r.out.find("val_bpb:");
+    bpb[i] = r.out.substr(p, r.out.find('\n', p) - p);
+  }
+  EXPECT_EQ(bpb[0], bpb[1]);
+}
+
 TEST(Train, BadConfigsGetOneLineErrors) {
   std::string d = dataset();
   write_text(d + "/bad.toml", "[model]\ndepht = 3\n");
