@@ -2,7 +2,13 @@
 // and one-line errors for bad configs.
 #include <nlohmann/json.hpp>
 
+#include <cstring>
+
+#include "data/dataset.h"
+#include "data/loader.h"
 #include "data/prepare.h"
+#include "model/gpt.h"
+#include "train/train.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "util/file.h"
@@ -148,4 +154,64 @@ TEST(Train, BadConfigsGetOneLineErrors) {
     EXPECT_NE(r.out.find("error: "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.args << "\n" << r.out.substr(r.out.size() > 600 ? r.out.size() - 600 : 0);
   }
+}
+
+// val_bpb of a fixed checkpoint: Frontier's evaluate_bpb against the PyTorch model's per-token cross-entropy over
+// the same validation rows (nanochat's formula on both sides). Tolerance: relative 1e-5.
+TEST(Train, CheckpointValBpbMatchesPyTorch) {
+  std::string run = dataset() + "/bpb_run";
+  auto r = run_cmd(train_cmd("--budget 1000 --set train.max_steps=3 --set train.run_dir=" + run));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  Config cfg;
+  std::unique_ptr<Gpt> gpt;
+  Status s = load_trained_model(run + "/model.ckpt", &cfg, &gpt);
+  ASSERT_TRUE(s.ok()) << s.message();
+  PreparedData data;
+  ASSERT_TRUE(data.open(dataset() + "/data").ok());
+  const int B = 4, T = 32, steps = 4;
+  double bpb = 0;
+  ASSERT_TRUE(evaluate_bpb(*gpt, data, steps * B * T, B, T, &bpb).ok());
+  // The same rows, for the peer.
+  std::vector<Shard> shards;
+  ASSERT_TRUE(data.open_split("val", &shards).ok());
+  BestFitLoader loader;
+  LoaderConfig lc;
+  lc.B = B;
+  lc.T = T;
+  lc.shuffle = false;
+  ASSERT_TRUE(loader.init(shards, lc).ok());
+  std::vector<int32_t> xs, ys, x(B * T), y(B * T);
+  for (int i = 0; i < steps; i++) {
+    loader.next(x.data(), y.data());
+    xs.insert(xs.end(), x.begin(), x.end());
+    ys.insert(ys.end(), y.begin(), y.end());
+  }
+  xs.insert(xs.end(), ys.begin(), ys.end());
+  std::string d = make_temp_dir("bpb_torch");
+  nlohmann::json spec = {{"depth", gpt->shape().depth}, {"dim", gpt->shape().dim}, {"n_head", gpt->shape().n_head},
+                         {"n_kv_head", gpt->shape().n_kv_head}, {"head_dim", gpt->shape().head_dim},
+                         {"vocab_size", gpt->shape().vocab_size}, {"B", B * steps}, {"T", T},
+                         {"token_bytes", d + "/tb.i32"}, {"params", nlohmann::json::array()}};
+  for (const auto& p : gpt->params())
+    spec["params"].push_back({{"name", p.name}, {"shape", p.shape}, {"offset", p.offset}});
+  auto bytes = [](const void* p, size_t n) { return std::string_view(static_cast<const char*>(p), n); };
+  ASSERT_TRUE(write_file_atomic(d + "/spec.json", spec.dump()).ok());
+  ASSERT_TRUE(write_file_atomic(d + "/w.f32", bytes(gpt->weights().data(), gpt->weights().size() * 4)).ok());
+  ASSERT_TRUE(write_file_atomic(d + "/b.i32", bytes(xs.data(), xs.size() * 4)).ok());
+  const int hd = gpt->shape().head_dim;
+  std::vector<float> rope(gpt->rope_cos().begin(), gpt->rope_cos().begin() + T * hd / 2);
+  rope.insert(rope.end(), gpt->rope_sin().begin(), gpt->rope_sin().begin() + T * hd / 2);
+  ASSERT_TRUE(write_file_atomic(d + "/r.f32", bytes(rope.data(), rope.size() * 4)).ok());
+  ASSERT_TRUE(write_file_atomic(d + "/tb.i32", bytes(data.token_bytes().data(), data.token_bytes().size() * 4)).ok());
+  r = run_cmd("/usr/bin/python3 " + source_dir() + "/tests/torch/gpt_ref.py " + d + "/spec.json " + d + "/w.f32 " + d +
+              "/b.i32 " + d + "/r.f32 " + d + "/out.f64");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::string out;
+  ASSERT_TRUE(read_file(d + "/out.f64", &out).ok());
+  ASSERT_EQ(out.size(), 8u);
+  double want;
+  std::memcpy(&want, out.data(), 8);
+  std::printf("[bpb-torch] frontier %.9f  torch %.9f  rel %.2g\n", bpb, want, std::abs(bpb - want) / want);
+  EXPECT_LE(std::abs(bpb - want) / want, 1e-5);
+  std::filesystem::remove_all(d);
 }

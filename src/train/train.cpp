@@ -139,6 +139,24 @@ Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int
   return ok_status();
 }
 
+Status load_trained_model(const std::string& path, Config* cfg, std::unique_ptr<Gpt>* gpt) {
+  std::string toml;
+  std::vector<float> w, st;
+  FRONTIER_RETURN_IF_ERROR(load_checkpoint(path, &toml, &w, &st));
+  ConfigSchema schema = train_schema();
+  *cfg = schema.defaults();
+  FRONTIER_RETURN_IF_ERROR(schema.load_toml_string(toml, path + " (config)", cfg));
+  ModelShape shape;
+  FRONTIER_RETURN_IF_ERROR(derive_model_shape(*cfg, &shape));
+  auto g = std::make_unique<Gpt>(shape);
+  if (g->weights().size() != w.size())
+    return Status::error(path + ": " + std::to_string(w.size()) + " weights, but its config's model has " +
+                         std::to_string(g->weights().size()));
+  g->weights() = std::move(w);
+  *gpt = std::move(g);
+  return ok_status();
+}
+
 Status train(const Config& cfg, TrainSummary* out) {
   auto t_start = Clock::now();
   ModelShape shape;

@@ -11,11 +11,15 @@
 // last warmdown_ratio to final_lr_frac; Muon momentum warms from 0.85 to 0.95 over the first 300 steps.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "config/config.h"
 
 namespace frontier {
+
+class Gpt;
+class PreparedData;
 
 ConfigSchema train_schema();  // model.*, optim.*, train.*, eval.* keys
 
@@ -32,9 +36,10 @@ Status train(const Config& cfg, TrainSummary* out);
 
 // nanochat's evaluate_bpb: summed nats over summed UTF-8 bytes of the target tokens, specials (0 bytes) excluded,
 // on eval_tokens tokens of the validation split at sequence length T (the val loader is not shuffled).
-class Gpt;
-class PreparedData;
 Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb);
+
+// Loads a checkpoint written by train(): its config (into *cfg, through train_schema) and weights.
+Status load_trained_model(const std::string& ckpt_path, Config* cfg, std::unique_ptr<Gpt>* gpt);
 
 // Measures this machine's fp32 FMA peak (GFLOP/s) with `threads` threads: independent AVX2 FMA chains.
 double measure_fma_peak_gflops(int threads);

@@ -8,6 +8,7 @@ spec: {"depth", "dim", "n_head", "n_kv_head", "head_dim", "vocab_size", "B", "T"
 each); rope: cos then sin (float32, T*D/2 each). out: loss, logits (B*T*V), then the gradient arena.
 """
 import json
+import math
 import sys
 
 import numpy as np
@@ -143,6 +144,16 @@ def main():
 
     if "steps" in spec:
         return train_steps(spec, P, idx, targets, cos, sin, sys.argv[5])
+    if "token_bytes" in spec:  # val_bpb as nanochat's evaluate_bpb, over all rows of the batch
+        with torch.no_grad():
+            _, logits = forward(spec, P, idx, targets, cos, sin)
+            capped = 15 * torch.tanh(logits / 15)
+            nats = F.cross_entropy(capped.view(-1, V), targets.view(-1), ignore_index=-1, reduction="none")
+            nbytes = torch.tensor(np.fromfile(spec["token_bytes"], dtype=np.int32))[targets.view(-1)]
+            mask = nbytes > 0
+            bpb = nats[mask].double().sum() / (math.log(2) * nbytes[mask].double().sum())
+        np.array([bpb.item()], dtype=np.float64).tofile(sys.argv[5])
+        return
     loss, logits = forward(spec, P, idx, targets, cos, sin)
     loss.backward()
     grads = np.zeros_like(flat)
