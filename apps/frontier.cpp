@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
   tr->add_option("--budget", tr_budget, "Training budget in seconds (overrides train.budget_seconds)");
   tr->add_option("--data", tr_data, "Prepared dataset directory (overrides train.data)");
   tr->add_option("--set", tr_sets, "key=value override, repeatable (e.g. --set model.depth=4)");
+  std::string tr_resume;
+  tr->add_option("--resume", tr_resume, "Continue an interrupted run from RUN_DIR/model.ckpt (uses RUN_DIR/config.toml)");
   tr->add_flag("--list-keys", tr_keys, "List every config key with its type, default and meaning, then exit");
 
   CLI11_PARSE(app, argc, argv);
@@ -111,6 +113,16 @@ int main(int argc, char** argv) {
     }
     Config cfg = schema.defaults();
     Status s;
+    if (!tr_resume.empty()) {
+      if (!tr_config.empty() || !tr_sets.empty() || tr->count("--budget") || !tr_data.empty())
+        return fail(Status::error("--resume takes the run's own config.toml; drop --config/--set/--budget/--data"));
+      if (!(s = schema.load_toml(tr_resume + "/config.toml", &cfg)).ok()) return fail(s);
+      TrainSummary sum;
+      if (!(s = train(cfg, &sum, tr_resume)).ok()) return fail(s);
+      std::printf("%s", sum.format().c_str());
+      std::printf("run_dir:          %s\n", sum.run_dir.c_str());
+      return 0;
+    }
     if (!tr_config.empty() && !(s = schema.load_toml(tr_config, &cfg)).ok()) return fail(s);
     for (const auto& kv : tr_sets)
       if (!(s = schema.apply_set(kv, &cfg)).ok()) return fail(s);

@@ -77,9 +77,9 @@ TEST(Train, RunsUnderBudgetAndWritesTheRunDirectory) {
   EXPECT_GT(summary_value(r.out, "num_steps"), 2);
   for (const char* f : {"config.toml", "log.jsonl", "model.ckpt", "summary.txt"})
     EXPECT_TRUE(file_exists(run + "/" + f)) << f;
-  std::string cfg;
+  std::string cfg, meta;
   std::vector<float> w, st;
-  Status s = load_checkpoint(run + "/model.ckpt", &cfg, &w, &st);
+  Status s = load_checkpoint(run + "/model.ckpt", &cfg, &meta, &w, &st);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_NE(cfg.find("depth = 1"), std::string::npos);
   EXPECT_NEAR(w.size() / 1e6, summary_value(r.out, "num_params_M"), 0.01);
@@ -88,7 +88,7 @@ TEST(Train, RunsUnderBudgetAndWritesTheRunDirectory) {
   ASSERT_TRUE(read_file(run + "/model.ckpt", &bytes).ok());
   bytes[bytes.size() / 2] ^= 0x40;
   write_text(run + "/bad.ckpt", bytes);
-  s = load_checkpoint(run + "/bad.ckpt", &cfg, &w, &st);
+  s = load_checkpoint(run + "/bad.ckpt", &cfg, &meta, &w, &st);
   EXPECT_NE(s.message().find("SHA-256 mismatch"), std::string::npos) << s.message();
 }
 
@@ -214,4 +214,35 @@ TEST(Train, CheckpointValBpbMatchesPyTorch) {
   std::printf("[bpb-torch] frontier %.9f  torch %.9f  rel %.2g\n", bpb, want, std::abs(bpb - want) / want);
   EXPECT_LE(std::abs(bpb - want) / want, 1e-5);
   std::filesystem::remove_all(d);
+}
+
+// An interrupted run resumes exactly: die right after the step-3 checkpoint (as a kill would), resume, and the
+// result equals an uninterrupted run of the same 6 steps, bit for bit.
+TEST(Train, InterruptedRunResumesBitExactly) {
+  std::string full = dataset() + "/resume_full", cut = dataset() + "/resume_cut";
+  std::string common = "--budget 1000 --set train.max_steps=6 --set train.checkpoint_every_steps=1 ";
+  auto a = run_cmd(train_cmd(common + "--set train.run_dir=" + full));
+  ASSERT_EQ(a.rc, 0) << a.out;
+  auto b = run_cmd("FRONTIER_FAULT_EXIT_AFTER_STEP=3 " + train_cmd(common + "--set train.run_dir=" + cut));
+  ASSERT_EQ(b.rc, 75) << b.out;
+  EXPECT_FALSE(file_exists(cut + "/summary.txt"));
+  auto c = run_cmd(frontier_bin() + " train --resume " + cut);
+  ASSERT_EQ(c.rc, 0) << c.out;
+  EXPECT_NE(c.out.find("resumed " + cut + " at step 3"), std::string::npos) << c.out;
+  auto field = [](const std::string& out, const std::string& key) {
+    size_t p = out.find(key + ":");
+    return p == std::string::npos ? std::string("missing") : out.substr(p, out.find('\n', p) - p);
+  };
+  EXPECT_EQ(field(a.out, "val_bpb"), field(c.out, "val_bpb"));
+  EXPECT_EQ(field(a.out, "num_steps"), field(c.out, "num_steps"));
+  std::string la, lc;
+  ASSERT_TRUE(read_file(full + "/log.jsonl", &la).ok());
+  ASSERT_TRUE(read_file(cut + "/log.jsonl", &lc).ok());
+  EXPECT_EQ(std::count(lc.begin(), lc.end(), '\n'), 6);
+  auto r = run_cmd(frontier_bin() + " train --resume " + cut);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("already finished"), std::string::npos) << r.out;
+  r = run_cmd(frontier_bin() + " train --resume " + dataset() + "/no_such_run");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("cannot open config"), std::string::npos) << r.out;
 }

@@ -39,6 +39,7 @@ class Optimizer {
   // lr_mult from the schedule; muon_momentum from its warmup; progress in [0, 1] for the weight-decay decay.
   void step(float lr_mult, float muon_momentum, float progress);
   int64_t steps() const { return t_; }
+  void set_steps(int64_t t) { t_ = t; }  // resume: Adam's bias correction continues from here
   std::vector<float>& state() { return state_; }  // [adam m | adam v | muon momentum], arena layout each
   AdamGroupInfo adam_settings(const ParamInfo& p) const;
   float muon_lr(const ParamInfo& p) const;

@@ -12,18 +12,19 @@ constexpr char kMagic[8] = {'F', 'R', 'T', 'C', 'K', 'P', 'T', '1'};
 constexpr size_t kHeader = 8 + 4 + 4 + 8 + 8 + 8 + 64;
 }  // namespace
 
-Status save_checkpoint(const std::string& path, const std::string& config, const std::vector<float>& w,
-                       const std::vector<float>& st) {
+Status save_checkpoint(const std::string& path, const std::string& config, const std::string& meta,
+                       const std::vector<float>& w, const std::vector<float>& st) {
   Sha256 h;
   h.update(config);
+  h.update(meta);
   h.update(w.data(), w.size() * 4);
   h.update(st.data(), st.size() * 4);
   std::string hex = h.hex_digest();
   std::string head(kMagic, 8);
-  uint32_t version = 1, reserved = 0;
+  uint32_t version = 1, meta_bytes = static_cast<uint32_t>(meta.size());
   uint64_t cb = config.size(), nw = w.size(), ns = st.size();
   head.append(reinterpret_cast<char*>(&version), 4);
-  head.append(reinterpret_cast<char*>(&reserved), 4);
+  head.append(reinterpret_cast<char*>(&meta_bytes), 4);
   head.append(reinterpret_cast<char*>(&cb), 8);
   head.append(reinterpret_cast<char*>(&nw), 8);
   head.append(reinterpret_cast<char*>(&ns), 8);
@@ -32,33 +33,38 @@ Status save_checkpoint(const std::string& path, const std::string& config, const
   FRONTIER_RETURN_IF_ERROR(f.open(path));
   FRONTIER_RETURN_IF_ERROR(f.write(head.data(), head.size()));
   FRONTIER_RETURN_IF_ERROR(f.write(config.data(), config.size()));
+  FRONTIER_RETURN_IF_ERROR(f.write(meta.data(), meta.size()));
   FRONTIER_RETURN_IF_ERROR(f.write(w.data(), w.size() * 4));
   FRONTIER_RETURN_IF_ERROR(f.write(st.data(), st.size() * 4));
   return f.commit();
 }
 
-Status load_checkpoint(const std::string& path, std::string* config, std::vector<float>* w, std::vector<float>* st) {
+Status load_checkpoint(const std::string& path, std::string* config, std::string* meta, std::vector<float>* w,
+                       std::vector<float>* st) {
   MappedFile m;
   FRONTIER_RETURN_IF_ERROR(m.open(path));
   auto bad = [&](const std::string& why) { return Status::error("corrupt checkpoint " + path + ": " + why); };
   if (m.size() < kHeader || std::memcmp(m.data(), kMagic, 8) != 0) return bad("bad magic (not a Frontier checkpoint)");
-  uint32_t version;
+  uint32_t version, mb;
   uint64_t cb, nw, ns;
   std::memcpy(&version, m.data() + 8, 4);
+  std::memcpy(&mb, m.data() + 12, 4);
   std::memcpy(&cb, m.data() + 16, 8);
   std::memcpy(&nw, m.data() + 24, 8);
   std::memcpy(&ns, m.data() + 32, 8);
   if (version != 1) return bad("version " + std::to_string(version) + " (this build reads 1)");
-  if (m.size() != kHeader + cb + 4 * (nw + ns)) return bad("size does not match its header (truncated?)");
+  if (m.size() != kHeader + cb + mb + 4 * (nw + ns)) return bad("size does not match its header (truncated?)");
   std::string hex(reinterpret_cast<const char*>(m.data()) + 40, 64);
   if (sha256_hex(std::string_view(reinterpret_cast<const char*>(m.data()) + kHeader, m.size() - kHeader)) != hex)
     return bad("SHA-256 mismatch (the file is damaged)");
   const uint8_t* p = m.data() + kHeader;
   config->assign(reinterpret_cast<const char*>(p), cb);
+  meta->assign(reinterpret_cast<const char*>(p) + cb, mb);
+  p += cb + mb;
   w->resize(nw);
   st->resize(ns);
-  std::memcpy(w->data(), p + cb, 4 * nw);
-  std::memcpy(st->data(), p + cb + 4 * nw, 4 * ns);
+  std::memcpy(w->data(), p, 4 * nw);
+  std::memcpy(st->data(), p + 4 * nw, 4 * ns);
   return ok_status();
 }
 

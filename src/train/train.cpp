@@ -7,10 +7,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "data/dataset.h"
 #include "data/loader.h"
@@ -63,6 +65,8 @@ ConfigSchema train_schema() {
   s.add_float("train.final_lr_frac", 0.0, "LR multiplier at the end of the warmdown");
   s.add_int("train.max_steps", 0, "stop after this many steps (0 = budget only); >0 also runs the schedules on "
             "step progress, which makes runs bit-reproducible");
+  s.add_float("train.checkpoint_every_seconds", 60.0, "write a resumable checkpoint this often (0 = at the end only)");
+  s.add_int("train.checkpoint_every_steps", 0, "also checkpoint every N steps (0 = off)");
   s.add_int("train.seed", 42, "initialisation and data-order seed");
   s.add_int("train.threads", 0, "threads (0 = all cores)");
   s.add_string("train.run_dir", "", "run directory (default runs/<date>-<time>)");
@@ -142,7 +146,8 @@ Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int
 Status load_trained_model(const std::string& path, Config* cfg, std::unique_ptr<Gpt>* gpt) {
   std::string toml;
   std::vector<float> w, st;
-  FRONTIER_RETURN_IF_ERROR(load_checkpoint(path, &toml, &w, &st));
+  std::string meta;
+  FRONTIER_RETURN_IF_ERROR(load_checkpoint(path, &toml, &meta, &w, &st));
   ConfigSchema schema = train_schema();
   *cfg = schema.defaults();
   FRONTIER_RETURN_IF_ERROR(schema.load_toml_string(toml, path + " (config)", cfg));
@@ -157,7 +162,7 @@ Status load_trained_model(const std::string& path, Config* cfg, std::unique_ptr<
   return ok_status();
 }
 
-Status train(const Config& cfg, TrainSummary* out) {
+Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir) {
   auto t_start = Clock::now();
   ModelShape shape;
   FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg, &shape));
@@ -184,7 +189,7 @@ Status train(const Config& cfg, TrainSummary* out) {
   std::vector<Shard> train_shards;
   FRONTIER_RETURN_IF_ERROR(data.open_split("train", &train_shards));
 
-  std::string run_dir = cfg.get_string("train.run_dir");
+  std::string run_dir = resume_dir.empty() ? cfg.get_string("train.run_dir") : resume_dir;
   if (run_dir.empty()) {
     char buf[64];
     std::time_t now = std::time(nullptr);
@@ -192,7 +197,7 @@ Status train(const Config& cfg, TrainSummary* out) {
     run_dir = buf;
   }
   FRONTIER_RETURN_IF_ERROR(make_dirs(run_dir));
-  FRONTIER_RETURN_IF_ERROR(write_file_atomic(run_dir + "/config.toml", cfg.to_toml()));
+  if (resume_dir.empty()) FRONTIER_RETURN_IF_ERROR(write_file_atomic(run_dir + "/config.toml", cfg.to_toml()));
 
   Gpt gpt(shape);
   gpt.init_nanochat(static_cast<uint64_t>(cfg.get_int("train.seed")));
@@ -236,16 +241,62 @@ Status train(const Config& cfg, TrainSummary* out) {
   lc.seed = static_cast<uint64_t>(cfg.get_int("train.seed"));
   FRONTIER_RETURN_IF_ERROR(loader.init(train_shards, lc));
 
-  AtomicFile log;
-  FRONTIER_RETURN_IF_ERROR(log.open(run_dir + "/log.jsonl"));
   std::vector<int32_t> x(B * T), y(B * T);
   const int64_t excluded = cfg.get_int("train.warmup_steps_excluded");
   const int64_t max_steps = cfg.get_int("train.max_steps");
   const double warmup = cfg.get_float("train.warmup_ratio"), warmdown = cfg.get_float("train.warmdown_ratio");
   const double final_frac = cfg.get_float("train.final_lr_frac");
+  const double ckpt_secs = cfg.get_float("train.checkpoint_every_seconds");
+  const int64_t ckpt_steps = cfg.get_int("train.checkpoint_every_steps");
   double training_time = 0, smooth = 0, loss_val = 0;
   int64_t step = 0, tokens = 0;
+  const std::string ckpt_path = run_dir + "/model.ckpt", log_path = run_dir + "/log.jsonl";
+
+  // Resume: weights, optimizer state and step, budget used, tokens and the loader's exact position.
+  std::string kept_log;
+  if (!resume_dir.empty()) {
+    std::string toml, meta_text;
+    std::vector<float> w, st;
+    FRONTIER_RETURN_IF_ERROR(load_checkpoint(ckpt_path, &toml, &meta_text, &w, &st));
+    nlohmann::json meta = nlohmann::json::parse(meta_text, nullptr, false);
+    if (meta.is_discarded() || !meta.contains("loader") || w.size() != gpt.weights().size() ||
+        st.size() != opt.state().size())
+      return Status::error(ckpt_path + " does not fit this run's model (was the config edited?)");
+    if (meta.value("finished", false))
+      return Status::error(run_dir + " already finished (see its summary.txt); start a new run instead");
+    gpt.weights() = std::move(w);
+    opt.state() = std::move(st);
+    opt.set_steps(meta["optimizer_steps"].get<int64_t>());
+    step = meta["step"].get<int64_t>();
+    training_time = meta["training_seconds"].get<double>();
+    tokens = meta["tokens"].get<int64_t>();
+    smooth = meta.value("smooth_loss", 0.0);
+    LoaderState ls;
+    FRONTIER_RETURN_IF_ERROR(LoaderState::from_json(meta["loader"], &ls));
+    FRONTIER_RETURN_IF_ERROR(loader.restore(ls));
+    std::string old_log, line;
+    read_file(log_path, &old_log);  // keep the lines up to the checkpoint's step; a killed run may have more
+    std::istringstream in(old_log);
+    while (std::getline(in, line)) {
+      nlohmann::json rec = nlohmann::json::parse(line, nullptr, false);
+      if (!rec.is_discarded() && rec.value("step", int64_t(0)) <= step) kept_log += line + "\n";
+    }
+    std::printf("resumed %s at step %lld, %.1fs of the %.1fs budget used\n", run_dir.c_str(),
+                static_cast<long long>(step), training_time, budget);
+  }
+  FRONTIER_RETURN_IF_ERROR(write_file_atomic(log_path, kept_log));
+  FILE* log = std::fopen(log_path.c_str(), "ab");  // append-only; resume trims it back to the checkpoint
+  if (!log) return Status::error("cannot append to " + log_path);
+  auto checkpoint = [&](bool finished) {
+    nlohmann::json meta = {{"step", step}, {"training_seconds", training_time}, {"tokens", tokens},
+                           {"optimizer_steps", opt.steps()}, {"smooth_loss", smooth}, {"finished", finished},
+                           {"loader", loader.state().to_json()}};
+    return save_checkpoint(ckpt_path, cfg.to_toml(), meta.dump(), gpt.weights(), opt.state());
+  };
   const double explode = 3.0 * std::log(static_cast<double>(shape.vocab_size)) + 5.0;
+  auto last_ckpt = Clock::now();
+  const char* fault = std::getenv("FRONTIER_FAULT_EXIT_AFTER_STEP");  // tests: die like a killed run
+  const int64_t fault_step = fault ? std::atoll(fault) : -1;
   auto last_print = Clock::now() - std::chrono::seconds(10);
   while (true) {
     auto t0 = Clock::now();
@@ -261,7 +312,7 @@ Status train(const Config& cfg, TrainSummary* out) {
     }
     loss_val = loss_sum / accum;
     if (!std::isfinite(loss_val) || loss_val > explode) {
-      log.commit();
+      std::fclose(log);
       return Status::error("training diverged at step " + std::to_string(step) + ": loss " +
                            std::to_string(loss_val) + " (lower the learning rates, e.g. --set optim.matrix_lr=0.01)");
     }
@@ -279,7 +330,8 @@ Status train(const Config& cfg, TrainSummary* out) {
                           {"tokens_per_sec", tps}, {"mfu", mfu}, {"step_seconds", dt},
                           {"training_seconds", training_time}, {"progress", progress}};
     std::string line = rec.dump() + "\n";
-    FRONTIER_RETURN_IF_ERROR(log.write(line.data(), line.size()));
+    std::fputs(line.c_str(), log);
+    std::fflush(log);
     bool tty = isatty(2);
     if (tty || since(last_print) > 5.0) {
       last_print = Clock::now();
@@ -288,16 +340,25 @@ Status train(const Config& cfg, TrainSummary* out) {
                  mfu, std::max(0.0, budget - training_time), tty ? "" : "\n");
     }
     if ((step > excluded && training_time >= budget) || (max_steps > 0 && step >= max_steps)) break;
+    if ((ckpt_steps > 0 && step % ckpt_steps == 0) || (ckpt_secs > 0 && since(last_ckpt) >= ckpt_secs)) {
+      Status cs = checkpoint(false);  // not counted in the budget: the step's time was taken above
+      if (!cs.ok()) {
+        std::fclose(log);
+        return cs;
+      }
+      last_ckpt = Clock::now();
+      if (step == fault_step) std::_Exit(75);
+    }
   }
   if (isatty(2)) std::fprintf(stderr, "\n");
-  FRONTIER_RETURN_IF_ERROR(log.commit());
+  std::fclose(log);
 
   auto t_eval = Clock::now();
   double bpb = 0;
   FRONTIER_RETURN_IF_ERROR(evaluate_bpb(gpt, data, cfg.get_int("eval.tokens"),
                                         static_cast<int>(cfg.get_int("eval.batch")), T, &bpb));
   double eval_s = since(t_eval);
-  FRONTIER_RETURN_IF_ERROR(save_checkpoint(run_dir + "/model.ckpt", cfg.to_toml(), gpt.weights(), opt.state()));
+  FRONTIER_RETURN_IF_ERROR(checkpoint(true));
 
   TrainSummary& s = *out;
   s.val_bpb = bpb;

@@ -32,7 +32,8 @@ struct TrainSummary {
   std::string format() const;  // autoresearch's summary block: "---" then one "key: value" per line
 };
 
-Status train(const Config& cfg, TrainSummary* out);
+// resume_dir: continue the run in that directory from its last checkpoint (cfg must be its config.toml).
+Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir = "");
 
 // nanochat's evaluate_bpb: summed nats over summed UTF-8 bytes of the target tokens, specials (0 bytes) excluded,
 // on eval_tokens tokens of the validation split at sequence length T (the val loader is not shuffled).
