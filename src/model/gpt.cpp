@@ -1,5 +1,6 @@
 #include "model/gpt.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -73,7 +74,9 @@ const ParamInfo& Gpt::param(const std::string& name) const {
 }
 
 // nanochat: wte ~ N(0, 0.8); lm_head ~ N(0, 0.001); q, k, v, value embeddings ~ U(-s, s) with s = sqrt(3/C)
-// (std 1/sqrt(C)); c_fc ~ U(-0.4 s, 0.4 s); output projections and ve_gate zero; resid_lambdas 1, x0_lambdas 0.1.
+// (std 1/sqrt(C)); c_fc ~ U(-0.4 s, 0.4 s); output projections and ve_gate zero; lambdas on a schedule over depth
+// (nanochat): resid_lambdas[i] = 1.15 - 0.10 i/(L-1) (stronger residual early), x0_lambdas[i] = 0.20 - 0.15 i/(L-1)
+// (more input-embedding blending early).
 void Gpt::init_nanochat(uint64_t seed) {
   Rng rng{seed};
   const double s = std::sqrt(3.0 / s_.dim);
@@ -93,8 +96,11 @@ void Gpt::init_nanochat(uint64_t seed) {
     };
     if (nm == "wte") fill_normal(0.8);
     else if (nm == "lm_head") fill_normal(0.001);
-    else if (nm == "resid_lambdas") std::fill(w, w + n, 1.f);
-    else if (nm == "x0_lambdas") std::fill(w, w + n, 0.1f);
+    else if (nm == "resid_lambdas" || nm == "x0_lambdas") {
+      const double denom = std::max(s_.depth - 1, 1);
+      for (int64_t i = 0; i < n; i++)
+        w[i] = static_cast<float>(nm == "resid_lambdas" ? 1.15 - 0.10 * i / denom : 0.20 - 0.15 * i / denom);
+    }
     else if (ends("c_q") || ends("c_k") || ends("c_v") || nm.rfind("value_embeds.", 0) == 0) fill_uniform(s);
     else if (ends("mlp.c_fc")) fill_uniform(0.4 * s);
     else std::fill(w, w + n, 0.f);  // attn.c_proj, mlp.c_proj, ve_gate
