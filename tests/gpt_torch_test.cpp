@@ -8,6 +8,7 @@
 #include "model/gpt.h"
 #include "optim/optim.h"
 #include "test_util.h"
+#include "torch_peer.h"
 #include "util/file.h"
 
 using namespace frontier;
@@ -79,31 +80,11 @@ void run_case(int depth, int dim, int head_dim, int n_kv_head, int V, int B, int
   }
 
   std::string d = make_temp_dir("gpt_torch");
-  nlohmann::json spec = {{"depth", shape.depth}, {"dim", shape.dim}, {"n_head", shape.n_head},
-                         {"n_kv_head", shape.n_kv_head}, {"head_dim", shape.head_dim},
-                         {"vocab_size", shape.vocab_size}, {"B", B}, {"T", T}, {"params", nlohmann::json::array()}};
-  for (const auto& p : gpt.params())
-    spec["params"].push_back({{"name", p.name}, {"shape", p.shape}, {"offset", p.offset}});
-  if (steps > 0) {
-    spec["steps"] = step_spec;
-    spec["groups"] = groups;
-    spec["weight_decay"] = oc.weight_decay;
-    spec["ns_steps"] = oc.ns_steps;
-  }
-  ASSERT_TRUE(write_file_atomic(d + "/spec.json", spec.dump()).ok());
-  auto bytes = [](const void* p, size_t n) { return std::string_view(static_cast<const char*>(p), n); };
-  ASSERT_TRUE(write_file_atomic(d + "/w.f32", bytes(w0.data(), w0.size() * 4)).ok());
-  std::vector<int32_t> batch = idx;
-  batch.insert(batch.end(), tgt.begin(), tgt.end());
-  ASSERT_TRUE(write_file_atomic(d + "/b.i32", bytes(batch.data(), batch.size() * 4)).ok());
-  std::vector<float> rope(gpt.rope_cos().begin(), gpt.rope_cos().begin() + T * head_dim / 2);
-  rope.insert(rope.end(), gpt.rope_sin().begin(), gpt.rope_sin().begin() + T * head_dim / 2);
-  ASSERT_TRUE(write_file_atomic(d + "/r.f32", bytes(rope.data(), rope.size() * 4)).ok());
-  auto r = run_cmd("/usr/bin/python3 " + source_dir() + "/tests/torch/gpt_ref.py " + d + "/spec.json " + d +
-                   "/w.f32 " + d + "/b.i32 " + d + "/r.f32 " + d + "/out.f32");
-  ASSERT_EQ(r.rc, 0) << "PyTorch peer failed (run scripts/install_deps.sh): " << r.out;
+  nlohmann::json extra = nlohmann::json::object();
+  if (steps > 0)
+    extra = {{"steps", step_spec}, {"groups", groups}, {"weight_decay", oc.weight_decay}, {"ns_steps", oc.ns_steps}};
   std::string out;
-  ASSERT_TRUE(read_file(d + "/out.f32", &out).ok());
+  ASSERT_TRUE(run_gpt_peer(gpt, w0, B, T, idx, tgt, extra, d, &out));
   const float* o = reinterpret_cast<const float*>(out.data());
   if (steps > 0) {
     ASSERT_EQ(out.size(), (steps + gpt.weights().size()) * 4);

@@ -8,6 +8,7 @@
 #include "data/loader.h"
 #include "data/prepare.h"
 #include "model/gpt.h"
+#include "torch_peer.h"
 #include "train/train.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
@@ -186,28 +187,11 @@ TEST(Train, CheckpointValBpbMatchesPyTorch) {
     xs.insert(xs.end(), x.begin(), x.end());
     ys.insert(ys.end(), y.begin(), y.end());
   }
-  xs.insert(xs.end(), ys.begin(), ys.end());
   std::string d = make_temp_dir("bpb_torch");
-  nlohmann::json spec = {{"depth", gpt->shape().depth}, {"dim", gpt->shape().dim}, {"n_head", gpt->shape().n_head},
-                         {"n_kv_head", gpt->shape().n_kv_head}, {"head_dim", gpt->shape().head_dim},
-                         {"vocab_size", gpt->shape().vocab_size}, {"B", B * steps}, {"T", T},
-                         {"token_bytes", d + "/tb.i32"}, {"params", nlohmann::json::array()}};
-  for (const auto& p : gpt->params())
-    spec["params"].push_back({{"name", p.name}, {"shape", p.shape}, {"offset", p.offset}});
   auto bytes = [](const void* p, size_t n) { return std::string_view(static_cast<const char*>(p), n); };
-  ASSERT_TRUE(write_file_atomic(d + "/spec.json", spec.dump()).ok());
-  ASSERT_TRUE(write_file_atomic(d + "/w.f32", bytes(gpt->weights().data(), gpt->weights().size() * 4)).ok());
-  ASSERT_TRUE(write_file_atomic(d + "/b.i32", bytes(xs.data(), xs.size() * 4)).ok());
-  const int hd = gpt->shape().head_dim;
-  std::vector<float> rope(gpt->rope_cos().begin(), gpt->rope_cos().begin() + T * hd / 2);
-  rope.insert(rope.end(), gpt->rope_sin().begin(), gpt->rope_sin().begin() + T * hd / 2);
-  ASSERT_TRUE(write_file_atomic(d + "/r.f32", bytes(rope.data(), rope.size() * 4)).ok());
   ASSERT_TRUE(write_file_atomic(d + "/tb.i32", bytes(data.token_bytes().data(), data.token_bytes().size() * 4)).ok());
-  r = run_cmd("/usr/bin/python3 " + source_dir() + "/tests/torch/gpt_ref.py " + d + "/spec.json " + d + "/w.f32 " + d +
-              "/b.i32 " + d + "/r.f32 " + d + "/out.f64");
-  ASSERT_EQ(r.rc, 0) << r.out;
   std::string out;
-  ASSERT_TRUE(read_file(d + "/out.f64", &out).ok());
+  ASSERT_TRUE(run_gpt_peer(*gpt, gpt->weights(), B * steps, T, xs, ys, {{"token_bytes", d + "/tb.i32"}}, d, &out));
   ASSERT_EQ(out.size(), 8u);
   double want;
   std::memcpy(&want, out.data(), 8);
