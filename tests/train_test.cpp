@@ -116,6 +116,21 @@ TEST(Train, SameSeedSameStepsIsBitIdentical) {
   EXPECT_EQ(losses(l0).size(), 4u);
 }
 
+// Gradient accumulation: 2 micro-batches of 4 rows = one batch of 8 rows (the loader fills rows in the same order),
+// up to float summation order. Tolerance: val_bpb relative 1e-4 after 3 steps.
+TEST(Train, GradientAccumulationEqualsTheLargerBatch) {
+  double bpb[2];
+  const char* variants[2] = {"--set train.micro_batch=4 --set train.total_batch_tokens=256",
+                             "--set train.micro_batch=8 --set train.total_batch_tokens=256"};
+  for (int i = 0; i < 2; i++) {
+    auto r = run_cmd(train_cmd(std::string("--budget 1000 --set train.max_steps=3 ") + variants[i] +
+                               " --set train.run_dir=" + dataset() + "/accum" + std::to_string(i)));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    bpb[i] = summary_value(r.out, "val_bpb");
+  }
+  EXPECT_NEAR(bpb[0], bpb[1], 1e-4 * bpb[1]);
+}
+
 // Linear layers split rows over threads and every other op is sequential, so each number is computed in the same
 // order whatever the thread count: 1 and 2 threads give the same bits.
 TEST(Train, ThreadCountDoesNotChangeResults) {

@@ -79,10 +79,11 @@ ConfigSchema train_schema() {
 std::string TrainSummary::format() const {
   char buf[1024];
   std::snprintf(buf, sizeof(buf),
-                "---\nval_bpb:          %.6f\ntraining_seconds: %.1f\ntotal_seconds:    %.1f\npeak_mem_mb:      %.1f\n"
+                "---\nval_bpb:          %.6f\ntraining_seconds: %.1f\neval_seconds:     %.1f\ntotal_seconds:    %.1f\n"
+                "peak_mem_mb:      %.1f\n"
                 "mfu_percent:      %.2f\ntotal_tokens_M:   %.3f\nnum_steps:        %lld\nnum_params_M:     %.2f\n"
                 "depth:            %d\ntokens_per_sec:   %.0f\n",
-                val_bpb, training_seconds, total_seconds, peak_mem_mb, mfu_percent, total_tokens_M,
+                val_bpb, training_seconds, eval_seconds, total_seconds, peak_mem_mb, mfu_percent, total_tokens_M,
                 static_cast<long long>(num_steps), num_params_M, depth, tokens_per_sec);
   return buf;
 }
