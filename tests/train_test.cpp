@@ -19,10 +19,20 @@ using namespace frontier::testing;
 
 namespace {
 
-// A prepared dataset with a 400-token vocabulary, built once for the suite.
+std::string g_dataset_dir;  // removed when the test program exits
+
+struct RemoveDataset : ::testing::Environment {
+  void TearDown() override {
+    if (!g_dataset_dir.empty()) std::filesystem::remove_all(g_dataset_dir);
+  }
+};
+const auto* g_remove_dataset = ::testing::AddGlobalTestEnvironment(new RemoveDataset);
+
+// A prepared dataset with a 400-token vocabulary, built once per test process.
 std::string dataset() {
   static std::string dir = [] {
     std::string d = make_temp_dir("train_data");
+    g_dataset_dir = d;
     std::string jsonl;
     uint32_t x = 7;
     auto rnd = [&x] { return (x = x * 1103515245u + 12345u) >> 16; };
