@@ -226,8 +226,9 @@ TEST(PrepareWikipedia, TrainShardAndPinnedValidation) {
 TEST(PrepareCli, KilledRunIsNotTrustedAndRerunRecovers) {
   REQUIRE_SHARED_DATA();
   std::string d = make_temp_dir("prep_kill");
-  std::string cmd = frontier_bin() + " prepare --quiet --threads 1 --train " + wiki_dir() + "/wiki_00.jsonl.zst --val " +
-                    wiki_dir() + "/wiki_07.jsonl.zst --out " + d + "/out";
+  // Three train shards (~75 MB of text) on one thread: several seconds of work, so the kill lands mid-run.
+  std::string cmd = frontier_bin() + " prepare --quiet --threads 1 --train '" + wiki_dir() +
+                    "/wiki_0[0-2].jsonl.zst' --val " + wiki_dir() + "/wiki_07.jsonl.zst --out " + d + "/out";
   auto r = run_cmd("timeout -s KILL 1.5 " + cmd);
   EXPECT_NE(r.rc, 0) << "prepare finished before it could be killed; the test needs a longer job";
   PreparedData data;
