@@ -3,6 +3,7 @@
 //   tokenizer  encode / decode text with a prepared tokenizer
 //   inspect    verify a prepared dataset, show a first batch
 //   train      train the GPT under a wall-clock budget (train/train.h)
+//   calibrate  measure and save the machine's FMA peak and memory bandwidth (calibrate/calibrate.h)
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "calibrate/calibrate.h"
 #include "data/dataset.h"
 #include "data/default_corpus.h"
 #include "data/loader.h"
@@ -103,7 +105,25 @@ int main(int argc, char** argv) {
   tr->add_option("--resume", tr_resume, "Continue an interrupted run from RUN_DIR/model.ckpt (uses RUN_DIR/config.toml)");
   tr->add_flag("--list-keys", tr_keys, "List every config key with its type, default and meaning, then exit");
 
+  auto* cal = app.add_subcommand("calibrate",
+                                 "Measure this machine's fp32 FMA peak and memory bandwidth (1 and N threads) and "
+                                 "save them for train's MFU");
+  int cal_threads = 0;
+  cal->add_option("--threads", cal_threads, "Threads (0 = all cores)")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
+
+  if (cal->parsed()) {
+    int n = cal_threads > 0 ? cal_threads : omp_get_max_threads();
+    Calibration c = calibrate(n);
+    std::printf("fma_peak_gflops:   %.1f (1 thread)  %.1f (%d threads)\n", c.fma_gflops_1t, c.fma_gflops, n);
+    std::printf("memory_gb_per_s:   %.1f (1 thread)  %.1f (%d threads)  [triad a = b + s*c]\n", c.mem_gbs_1t,
+                c.mem_gbs, n);
+    Status s = save_calibration(c, calibration_path());
+    if (!s.ok()) return fail(s);
+    std::printf("saved: %s\n", calibration_path().c_str());
+    return 0;
+  }
 
   if (tr->parsed()) {
     ConfigSchema schema = train_schema();

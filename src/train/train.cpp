@@ -1,6 +1,5 @@
 #include "train/train.h"
 
-#include <immintrin.h>
 #include <omp.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "calibrate/calibrate.h"
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "model/gpt.h"
@@ -70,7 +70,7 @@ ConfigSchema train_schema() {
   s.add_int("train.seed", 42, "initialisation and data-order seed");
   s.add_int("train.threads", 0, "threads (0 = all cores)");
   s.add_string("train.run_dir", "", "run directory (default runs/<date>-<time>)");
-  s.add_float("train.peak_gflops", 0.0, "FMA peak for MFU (0 = measure at start)");
+  s.add_float("train.peak_gflops", 0.0, "FMA peak for MFU (0 = from `frontier calibrate`'s file, else measured)");
   s.add_int("eval.tokens", 32768, "validation tokens scored for val_bpb");
   s.add_int("eval.batch", 8, "validation sequences per forward");
   return s;
@@ -86,28 +86,6 @@ std::string TrainSummary::format() const {
                 val_bpb, training_seconds, eval_seconds, total_seconds, peak_mem_mb, mfu_percent, total_tokens_M,
                 static_cast<long long>(num_steps), num_params_M, depth, tokens_per_sec);
   return buf;
-}
-
-double measure_fma_peak_gflops(int threads) {
-  const int64_t iters = 20'000'000;
-  double best = 0;
-  for (int rep = 0; rep < 2; rep++) {
-    auto t0 = Clock::now();
-#pragma omp parallel num_threads(threads)
-    {
-      __m256 a[10];
-      for (int i = 0; i < 10; i++) a[i] = _mm256_set1_ps(1.0f + 1e-3f * i);
-      const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-      for (int64_t i = 0; i < iters; i++)
-        for (int k = 0; k < 10; k++) a[k] = _mm256_fmadd_ps(a[k], b, c);
-      float sink = 0;
-      for (int i = 0; i < 10; i++) sink += _mm256_cvtss_f32(a[i]);
-      if (sink == 12345.f) std::printf(" ");
-    }
-    double secs = since(t0);
-    best = std::max(best, threads * iters * 10.0 * 16.0 / secs / 1e9);  // 8 lanes x 2 FLOPs
-  }
-  return best;
 }
 
 Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb) {
@@ -222,14 +200,23 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
   const double flops_per_token =
       6.0 * (n_matrix + n_head) + 12.0 * shape.depth * shape.n_head * shape.head_dim * static_cast<double>(T);
   double peak = cfg.get_float("train.peak_gflops");
-  if (peak <= 0) peak = measure_fma_peak_gflops(threads);
+  const char* peak_src = "train.peak_gflops";
+  Calibration cal;
+  if (peak <= 0 && load_calibration(calibration_path(), threads, &cal)) {
+    peak = cal.fma_gflops;
+    peak_src = "calibration file";
+  } else if (peak <= 0) {
+    peak = measure_fma_gflops(threads);
+    peak_src = "measured now; `frontier calibrate` saves it";
+  }
 
   std::printf("model: %s\n", shape.describe().c_str());
   std::printf("params: %.3fM total = matrices %.3fM + embeddings %.3fM + lm_head %.3fM + scalars %lld\n",
               gpt.n_params() / 1e6, n_matrix / 1e6, n_emb / 1e6, n_head / 1e6, static_cast<long long>(n_scalar));
   std::printf("batch: %d x %d tokens x %lld accumulation = %lld tokens/step; flops/token %.3g; FMA peak %.1f "
-              "GFLOP/s (%d threads)\n",
-              B, T, static_cast<long long>(accum), static_cast<long long>(total), flops_per_token, peak, threads);
+              "GFLOP/s (%d threads, %s)\n",
+              B, T, static_cast<long long>(accum), static_cast<long long>(total), flops_per_token, peak, threads,
+              peak_src);
   std::printf("lr: matrix %.4g, embedding %.4g, lm_head %.4g (x (dim/768)^-0.5 = %.3f); budget %.1fs; run dir %s\n",
               oc.matrix_lr, oc.embedding_lr, oc.unembedding_lr, std::pow(shape.dim / 768.0, -0.5), budget,
               run_dir.c_str());

@@ -42,7 +42,4 @@ Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int
 // Loads a checkpoint written by train(): its config (into *cfg, through train_schema) and weights.
 Status load_trained_model(const std::string& ckpt_path, Config* cfg, std::unique_ptr<Gpt>* gpt);
 
-// Measures this machine's fp32 FMA peak (GFLOP/s) with `threads` threads: independent AVX2 FMA chains.
-double measure_fma_peak_gflops(int threads);
-
 }  // namespace frontier
