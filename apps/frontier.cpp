@@ -3,6 +3,7 @@
 //   tokenizer  encode / decode text with a prepared tokenizer
 //   inspect    verify a prepared dataset, show a first batch
 //   train      train the GPT under a wall-clock budget (train/train.h)
+//   eval core  the CORE benchmark on a checkpoint (eval/core_eval.h)
 //   calibrate  measure and save the machine's FMA peak and memory bandwidth (calibrate/calibrate.h)
 #include <omp.h>
 
@@ -13,6 +14,9 @@
 
 #include "calibrate/calibrate.h"
 #include "data/dataset.h"
+#include "eval/core_eval.h"
+#include "model/gpt.h"
+#include <nlohmann/json.hpp>
 #include "data/default_corpus.h"
 #include "data/loader.h"
 #include "data/prepare.h"
@@ -111,7 +115,46 @@ int main(int argc, char** argv) {
   int cal_threads = 0;
   cal->add_option("--threads", cal_threads, "Threads (0 = all cores)")->capture_default_str();
 
+  auto* ev = app.add_subcommand("eval", "Evaluate a trained checkpoint");
+  ev->require_subcommand(1);
+  auto* ev_core = ev->add_subcommand("core", "The CORE benchmark (DCLM, 22 tasks) as nanochat computes it");
+  std::string ev_ckpt, ev_bundle = "../shared/data/eval_bundle", ev_data, ev_json;
+  int64_t ev_max = 0;
+  ev_core->add_option("--checkpoint", ev_ckpt, "RUN_DIR/model.ckpt from frontier train")->required();
+  ev_core->add_option("--bundle", ev_bundle, "Eval bundle in nanochat's layout")->capture_default_str();
+  ev_core->add_option("--data", ev_data, "Prepared dataset whose tokenizer to use (default: the run's train.data)");
+  ev_core->add_option("--max-per-task", ev_max, "At most N items per task (0 = all)")->capture_default_str();
+  ev_core->add_option("--json", ev_json, "Also write the per-task results as JSON here");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (ev_core->parsed()) {
+    Config cfg;
+    std::unique_ptr<Gpt> gpt;
+    Status s = load_trained_model(ev_ckpt, &cfg, &gpt);
+    if (!s.ok()) return fail(s);
+    std::string data_dir = ev_data.empty() ? cfg.get_string("train.data") : ev_data;
+    Tokenizer tok;
+    if (!(s = tok.load(data_dir + "/tokenizer")).ok()) return fail(s);
+    if (static_cast<int>(tok.vocab_size()) != gpt->shape().vocab_size)
+      return fail(Status::error("checkpoint vocab_size " + std::to_string(gpt->shape().vocab_size) +
+                                " does not match the tokenizer in " + data_dir + " (" +
+                                std::to_string(tok.vocab_size()) + "); pass --data with the run's dataset"));
+    CoreBundle bundle;
+    if (!(s = load_core_bundle(ev_bundle, &bundle)).ok()) return fail(s);
+    CoreReport rep;
+    if (!(s = evaluate_core(*gpt, tok, bundle, ev_max, &rep)).ok()) return fail(s);
+    std::printf("%s", rep.table().c_str());
+    if (!ev_json.empty()) {
+      nlohmann::json j = {{"core", rep.core}, {"tasks_present", rep.n_present}, {"tasks_total", rep.n_total},
+                          {"tasks", nlohmann::json::array()}};
+      for (const auto& t : rep.tasks)
+        j["tasks"].push_back({{"label", t.label}, {"present", t.present}, {"items", t.n}, {"correct", t.correct},
+                              {"accuracy", t.accuracy}, {"centered", t.centered}});
+      if (!(s = write_file_atomic(ev_json, j.dump(2) + "\n")).ok()) return fail(s);
+    }
+    return 0;
+  }
 
   if (cal->parsed()) {
     int n = cal_threads > 0 ? cal_threads : omp_get_max_threads();

@@ -275,3 +275,78 @@ TEST(Calibrate, SavesCeilingsAndTrainReadsThem) {
   EXPECT_NE(r.out.find("FMA peak 1234.5 GFLOP/s (2 threads, calibration file)"), std::string::npos) << r.out;
   std::filesystem::remove_all(cache);
 }
+
+// `frontier eval core` end to end on the real bundle with a small checkpoint, and its bad-input errors.
+TEST(EvalCore, RealBundleEndToEndAndBadInput) {
+  REQUIRE_SHARED_DATA();
+  std::string run = dataset() + "/core_run";
+  auto r = run_cmd(train_cmd("--budget 1000 --set train.max_steps=2 --set train.run_dir=" + run));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::string bundle = shared_data() + "/eval_bundle";
+  std::string cmd = frontier_bin() + " eval core --checkpoint " + run + "/model.ckpt --max-per-task 2 --bundle ";
+  r = run_cmd(cmd + bundle + " --json " + run + "/core.json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("CORE (20/22 tasks): "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("squad                             missing"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("coqa                              missing"), std::string::npos) << r.out;
+  std::string text;
+  ASSERT_TRUE(read_file(run + "/core.json", &text).ok());
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["tasks"].size(), 22u);
+  EXPECT_EQ(j["tasks_present"].get<int>(), 20);
+  double sum = 0;
+  for (auto& t : j["tasks"])
+    if (t["present"].get<bool>()) {
+      EXPECT_EQ(t["items"].get<int>(), 2) << t["label"];
+      sum += t["centered"].get<double>();
+    }
+  EXPECT_NEAR(j["core"].get<double>(), sum / 20, 1e-12);  // CORE is the mean centered accuracy
+  auto again = run_cmd(cmd + bundle);
+  EXPECT_EQ(again.out.substr(again.out.find("CORE")), r.out.substr(r.out.find("CORE")));  // deterministic
+
+  // Bad input: a copy of the bundle with one defect at a time.
+  std::string bad = dataset() + "/bad_bundle";
+  auto fresh = [&]() {
+    std::filesystem::remove_all(bad);
+    std::filesystem::create_directories(bad + "/eval_data/world_knowledge");
+    std::filesystem::copy_file(bundle + "/eval_meta_data.csv", bad + "/eval_meta_data.csv");
+    write_text(bad + "/core.yaml", "icl_tasks:\n-\n  label: arc_easy\n  dataset_uri: world_knowledge/arc_easy.jsonl\n"
+                                   "  num_fewshot: [0]\n  icl_task_type: multiple_choice\n");
+    write_text(bad + "/eval_data/world_knowledge/arc_easy.jsonl",
+               "{\"query\": \"Q?\", \"choices\": [\"a\", \"b\"], \"gold\": 1}\n");
+  };
+  fresh();
+  r = run_cmd(cmd + bad);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("CORE (1/1 tasks)"), std::string::npos) << r.out;
+  write_text(bad + "/eval_data/world_knowledge/arc_easy.jsonl",
+             "{\"query\": \"Q?\", \"choices\": [\"a\", \"b\"], \"gold\": 1}\n{\"query\": \"no choices\"}\n");
+  r = run_cmd(cmd + bad);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("arc_easy.jsonl:2: missing list field \"choices\""), std::string::npos) << r.out;
+  fresh();
+  write_text(bad + "/core.yaml", "icl_tasks:\n-\n  label: arc_easy\n  dataset_uri: x.jsonl\n  num_fewshot: [0]\n"
+                                 "  icl_task_type: ranking\n");
+  r = run_cmd(cmd + bad);
+  EXPECT_NE(r.out.find("core.yaml:3: unknown icl_task_type 'ranking'"), std::string::npos) << r.out;
+  write_text(bad + "/core.yaml", "icl_tasks: [\n  {label: x\n");
+  r = run_cmd(cmd + bad);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("core.yaml:"), std::string::npos) << r.out;
+  // A checkpoint whose vocabulary does not match the tokenizer, and a tokenizer that is not there.
+  PrepareOptions o;
+  o.train_inputs = {dataset() + "/c.jsonl"};
+  o.out_dir = dataset() + "/data350";
+  o.vocab_size = 350;
+  o.progress = false;
+  PrepareResult pr;
+  ASSERT_TRUE(prepare(o, &pr).ok());
+  r = run_cmd(frontier_bin() + " eval core --checkpoint " + run + "/model.ckpt --data " + o.out_dir + " --bundle " +
+              bundle);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("checkpoint vocab_size 400 does not match the tokenizer"), std::string::npos) << r.out;
+  r = run_cmd(frontier_bin() + " eval core --checkpoint " + run + "/model.ckpt --data " +
+              source_dir() + "/no_such_data --bundle " + bundle);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("no tokenizer in"), std::string::npos) << r.out;
+}
