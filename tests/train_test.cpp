@@ -7,7 +7,9 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "data/prepare.h"
+#include "eval/core_eval.h"
 #include "model/gpt.h"
+#include "tokenizer/tokenizer.h"
 #include "torch_peer.h"
 #include "train/train.h"
 #include "test_util.h"
@@ -349,4 +351,66 @@ TEST(EvalCore, RealBundleEndToEndAndBadInput) {
               source_dir() + "/no_such_data --bundle " + bundle);
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.out.find("no tokenizer in"), std::string::npos) << r.out;
+}
+
+// CORE per-item scores against the PyTorch model: for real bundle items (MC with few-shot, schema, LM), the mean
+// continuation loss of every option from Frontier and from tests/torch/gpt_ref.py on the same sequences agree to
+// relative 1e-5 (fp32 both sides), and so do the decisions.
+TEST(EvalCore, PerItemLossesMatchPyTorch) {
+  REQUIRE_SHARED_DATA();
+  std::string run = dataset() + "/core_parity_run";
+  auto r = run_cmd(train_cmd("--budget 1000 --set train.max_steps=3 --set train.run_dir=" + run));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  Config cfg;
+  std::unique_ptr<Gpt> gpt;
+  ASSERT_TRUE(load_trained_model(run + "/model.ckpt", &cfg, &gpt).ok());
+  Tokenizer tok;
+  ASSERT_TRUE(tok.load(dataset() + "/data/tokenizer").ok());
+  CoreBundle bundle;
+  Status s = load_core_bundle(shared_data() + "/eval_bundle", &bundle);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<CoreSequences> items;
+  for (const char* label : {"arc_easy", "winogrande", "lambada_openai", "jeopardy"}) {
+    const CoreTask* task = nullptr;
+    for (const auto& t : bundle.tasks)
+      if (t.label == label) task = &t;
+    ASSERT_NE(task, nullptr) << label;
+    std::vector<CoreItem> data(task->rows.begin(), task->rows.begin() + 30);
+    for (size_t idx = 0; idx < 3; idx++) {
+      CoreSequences seq;
+      ASSERT_TRUE(core_item_sequences(*gpt, tok, *task, data, idx, &seq)) << label;
+      items.push_back(seq);
+    }
+  }
+  nlohmann::json seqs = nlohmann::json::array();
+  for (const auto& it : items)
+    for (const auto& t : it.tokens) seqs.push_back(t);
+  const int T = gpt->shape().seq_len;
+  std::vector<int32_t> dummy(T, 0);
+  std::string d = make_temp_dir("core_torch"), out;
+  ASSERT_TRUE(run_gpt_peer(*gpt, gpt->weights(), 1, T, dummy, dummy, {{"sequences", seqs}}, d, &out));
+  const double* want = reinterpret_cast<const double*>(out.data());
+  size_t off = 0, n_checked = 0;
+  double worst = 0;
+  for (const auto& it : items)
+    for (size_t c = 0; c < it.tokens.size(); c++) {
+      std::vector<float> losses;
+      std::vector<int> pred;
+      core_sequence_losses(*gpt, it.tokens[c], &losses, &pred);
+      ASSERT_LE((off + losses.size()) * 8, out.size());
+      double a = 0, b = 0;
+      for (int64_t t = it.start[c]; t < it.end[c]; t++) {
+        a += losses[t - 1];
+        b += want[off + t - 1];
+      }
+      double rel = std::abs(a - b) / std::abs(b);
+      worst = std::max(worst, rel);
+      EXPECT_LE(rel, 1e-5) << "sequence " << n_checked;
+      off += losses.size();
+      n_checked++;
+    }
+  EXPECT_EQ(off * 8, out.size());
+  std::printf("[core-torch] %zu sequences of 12 items: worst relative difference of continuation loss %.2g\n",
+              n_checked, worst);
+  std::filesystem::remove_all(d);
 }

@@ -84,8 +84,9 @@ Status parse_row(const nlohmann::json& j, CoreTaskType type, const std::string& 
   return ok_status();
 }
 
-// Per-position losses (nats) and argmax predictions for one sequence: losses[t] is the loss of predicting tok[t+1].
-void score_sequence(Gpt& gpt, const std::vector<uint32_t>& tok, std::vector<float>* losses, std::vector<int>* argmax) {
+}  // namespace
+
+void core_sequence_losses(Gpt& gpt, const std::vector<uint32_t>& tok, std::vector<float>* losses, std::vector<int>* argmax) {
   const int T = static_cast<int>(tok.size()) - 1;
   std::vector<int32_t> x(tok.begin(), tok.end() - 1), y(tok.begin() + 1, tok.end());
   Tape tape;
@@ -103,8 +104,6 @@ void score_sequence(Gpt& gpt, const std::vector<uint32_t>& tok, std::vector<floa
     (*argmax)[t] = best;
   }
 }
-
-}  // namespace
 
 Status load_core_bundle(const std::string& dir, CoreBundle* out) {
   out->dir = dir;
@@ -190,8 +189,8 @@ Status load_core_bundle(const std::string& dir, CoreBundle* out) {
   return ok_status();
 }
 
-bool evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
-                        size_t idx) {
+bool core_item_sequences(const Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
+                         size_t idx, CoreSequences* seq) {
   const CoreItem& item = data[idx];
   std::vector<CoreItem> fewshot;
   if (task.num_fewshot > 0) {
@@ -208,14 +207,21 @@ bool evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, co
     tok.encode_ordinary(p, &ids);
     tokens.push_back(std::move(ids));
   }
-  CoreSequences seq;
   // nanochat crops each sequence to the model's context (max_seq_len tokens), scoring predictions within it.
-  if (!core_spans(task.type, std::move(tokens), gpt.shape().seq_len, &seq)) return false;
-  for (auto& st : seq.start) st = std::max<int64_t>(st, 1);  // a span cropped to position 0 has no prediction
+  if (!core_spans(task.type, std::move(tokens), gpt.shape().seq_len, seq)) return false;
+  for (auto& st : seq->start) st = std::max<int64_t>(st, 1);  // a span cropped to position 0 has no prediction
+  return true;
+}
+
+bool evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
+                        size_t idx) {
+  const CoreItem& item = data[idx];
+  CoreSequences seq;
+  if (!core_item_sequences(gpt, tok, task, data, idx, &seq)) return false;
   std::vector<float> losses;
   std::vector<int> pred;
   if (task.type == CoreTaskType::kLanguageModeling) {
-    score_sequence(gpt, seq.tokens[0], &losses, &pred);
+    core_sequence_losses(gpt, seq.tokens[0], &losses, &pred);
     for (int64_t t = seq.start[0]; t < seq.end[0]; t++)
       if (pred[t - 1] != static_cast<int>(seq.tokens[0][t])) return false;
     return true;
@@ -223,7 +229,7 @@ bool evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, co
   size_t best = 0;
   double best_loss = INFINITY;
   for (size_t c = 0; c < seq.tokens.size(); c++) {
-    score_sequence(gpt, seq.tokens[c], &losses, &pred);
+    core_sequence_losses(gpt, seq.tokens[c], &losses, &pred);
     double sum = 0;
     for (int64_t t = seq.start[c]; t < seq.end[c]; t++) sum += losses[t - 1];
     double mean = sum / std::max<int64_t>(1, seq.end[c] - seq.start[c]);

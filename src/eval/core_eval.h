@@ -57,6 +57,13 @@ struct CoreReport {
 Status evaluate_core(Gpt& gpt, const Tokenizer& tok, const CoreBundle& bundle, int64_t max_per_task,
                      CoreReport* out, bool progress = true);
 
+// The scored sequences of one item: few-shot draw, render, tokenize (BOS first), spans, crop to the model's context.
+bool core_item_sequences(const Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
+                         size_t idx, CoreSequences* seq);
+// Per-position losses (nats; losses[t] predicts tokens[t+1]) and greedy predictions of one sequence.
+void core_sequence_losses(Gpt& gpt, const std::vector<uint32_t>& tokens, std::vector<float>* losses,
+                          std::vector<int>* argmax);
+
 // One item's correctness (exposed for tests): render, tokenize (BOS first), crop to the model's context, score.
 bool evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
                         size_t idx);

@@ -144,7 +144,18 @@ def main():
 
     if "steps" in spec:
         return train_steps(spec, P, idx, targets, cos, sin, sys.argv[5])
-    if "token_bytes" in spec:  # val_bpb as nanochat's evaluate_bpb, over all rows of the batch
+    if "sequences" in spec:  # per-position losses of each sequence (CORE scoring), concatenated, float64
+        out = []
+        with torch.no_grad():
+            for seq in spec["sequences"]:
+                t = torch.tensor(seq, dtype=torch.long)
+                sub = dict(spec, B=1, T=len(seq) - 1)
+                Tn = len(seq) - 1
+                _, logits = forward(sub, P, t[None, :-1], t[None, 1:], cos[:, :Tn], sin[:, :Tn])
+                capped = 15 * torch.tanh(logits / 15)
+                out.append(F.cross_entropy(capped.view(-1, V), t[1:], reduction="none").double().numpy())
+        np.concatenate(out).tofile(sys.argv[5])
+        return  # val_bpb as nanochat's evaluate_bpb, over all rows of the batch
         with torch.no_grad():
             _, logits = forward(spec, P, idx, targets, cos, sin)
             capped = 15 * torch.tanh(logits / 15)
