@@ -126,7 +126,36 @@ int main(int argc, char** argv) {
   ev_core->add_option("--max-per-task", ev_max, "At most N items per task (0 = all)")->capture_default_str();
   ev_core->add_option("--json", ev_json, "Also write the per-task results as JSON here");
 
+  auto* ev_bpb = ev->add_subcommand("bpb", "val_bpb (nanochat's evaluate_bpb) of a checkpoint on a prepared split");
+  std::string eb_ckpt, eb_data, eb_split = "val";
+  int64_t eb_tokens = 0;
+  ev_bpb->add_option("--checkpoint", eb_ckpt, "RUN_DIR/model.ckpt from frontier train")->required();
+  ev_bpb->add_option("--data", eb_data, "Prepared dataset (default: the run's train.data)");
+  ev_bpb->add_option("--split", eb_split, "Split to score")->check(CLI::IsMember({"val", "train"}))->capture_default_str();
+  ev_bpb->add_option("--tokens", eb_tokens, "Tokens to score (default: the run's eval.tokens)");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (ev_bpb->parsed()) {
+    Config cfg;
+    std::unique_ptr<Gpt> gpt;
+    Status s = load_trained_model(eb_ckpt, &cfg, &gpt);
+    if (!s.ok()) return fail(s);
+    PreparedData data;
+    if (!(s = data.open(eb_data.empty() ? cfg.get_string("train.data") : eb_data)).ok()) return fail(s);
+    if (static_cast<int>(data.tokenizer().vocab_size()) != gpt->shape().vocab_size)
+      return fail(Status::error("checkpoint vocab_size " + std::to_string(gpt->shape().vocab_size) +
+                                " does not match the data's tokenizer (" +
+                                std::to_string(data.tokenizer().vocab_size()) + ")"));
+    int64_t n = eb_tokens > 0 ? eb_tokens : cfg.get_int("eval.tokens");
+    double bpb = 0;
+    if (!(s = evaluate_bpb(*gpt, data, n, static_cast<int>(cfg.get_int("eval.batch")), gpt->shape().seq_len, &bpb,
+                           eb_split)).ok())
+      return fail(s);
+    std::printf("%s_bpb: %.6f  (%lld tokens at seq_len %d)\n", eb_split.c_str(), bpb, static_cast<long long>(n),
+                gpt->shape().seq_len);
+    return 0;
+  }
 
   if (ev_core->parsed()) {
     Config cfg;

@@ -96,6 +96,12 @@ TEST(Train, RunsUnderBudgetAndWritesTheRunDirectory) {
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_NE(cfg.find("depth = 1"), std::string::npos);
   EXPECT_NEAR(w.size() / 1e6, summary_value(r.out, "num_params_M"), 0.01);
+  // `frontier eval bpb` on the same checkpoint and token count reproduces the summary's val_bpb exactly.
+  auto e = run_cmd(frontier_bin() + " eval bpb --checkpoint " + run + "/model.ckpt");
+  ASSERT_EQ(e.rc, 0) << e.out;
+  char want[64];
+  std::snprintf(want, sizeof(want), "val_bpb: %.6f", bpb);
+  EXPECT_NE(e.out.find(want), std::string::npos) << e.out << " vs " << want;
   // A damaged checkpoint is refused.
   std::string bytes;
   ASSERT_TRUE(read_file(run + "/model.ckpt", &bytes).ok());

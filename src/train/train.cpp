@@ -88,9 +88,10 @@ std::string TrainSummary::format() const {
   return buf;
 }
 
-Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb) {
+Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
+                    const std::string& split) {
   std::vector<Shard> shards;
-  FRONTIER_RETURN_IF_ERROR(data.open_split("val", &shards));
+  FRONTIER_RETURN_IF_ERROR(data.open_split(split, &shards));
   BestFitLoader loader;
   LoaderConfig lc;
   lc.B = B;

@@ -37,7 +37,8 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
 
 // nanochat's evaluate_bpb: summed nats over summed UTF-8 bytes of the target tokens, specials (0 bytes) excluded,
 // on eval_tokens tokens of the validation split at sequence length T (the val loader is not shuffled).
-Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb);
+Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
+                    const std::string& split = "val");
 
 // Loads a checkpoint written by train(): its config (into *cfg, through train_schema) and weights.
 Status load_trained_model(const std::string& ckpt_path, Config* cfg, std::unique_ptr<Gpt>* gpt);
