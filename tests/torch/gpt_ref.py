@@ -3,6 +3,9 @@ Frontier's weights, batch and rotary tables; writes loss, logits and every param
 
     /usr/bin/python3 gpt_ref.py spec.json weights.f32 batch.i32 rope.f32 out.f32
 
+Modes by spec key: default (loss, logits, gradients); "steps" (Muon + AdamW steps: losses, final weights);
+"sequences" (per-position losses of each listed sequence, float64); "token_bytes" (val_bpb, one float64).
+
 spec: {"depth", "dim", "n_head", "n_kv_head", "head_dim", "vocab_size", "B", "T",
        "params": [{"name", "shape", "offset"}]}; weights: the arena (float32); batch: idx then targets (int32, B*T
 each); rope: cos then sin (float32, T*D/2 each). out: loss, logits (B*T*V), then the gradient arena.
@@ -155,7 +158,8 @@ def main():
                 capped = 15 * torch.tanh(logits / 15)
                 out.append(F.cross_entropy(capped.view(-1, V), t[1:], reduction="none").double().numpy())
         np.concatenate(out).tofile(sys.argv[5])
-        return  # val_bpb as nanochat's evaluate_bpb, over all rows of the batch
+        return
+    if "token_bytes" in spec:  # val_bpb as nanochat's evaluate_bpb, over all rows of the batch
         with torch.no_grad():
             _, logits = forward(spec, P, idx, targets, cos, sin)
             capped = 15 * torch.tanh(logits / 15)
