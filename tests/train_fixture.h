@@ -1,0 +1,71 @@
+// Shared by the train, eval and calibrate tests: a small prepared dataset (400-token vocabulary) built once per
+// test process and removed at exit, and the command line of a tiny model that trains on it in well under a second.
+#pragma once
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "data/prepare.h"
+#include "test_util.h"
+
+namespace frontier::testing {
+
+inline std::string g_dataset_dir;  // removed when the test program exits
+
+struct RemoveDataset : ::testing::Environment {
+  void TearDown() override {
+    if (!g_dataset_dir.empty()) std::filesystem::remove_all(g_dataset_dir);
+  }
+};
+inline const auto* g_remove_dataset = ::testing::AddGlobalTestEnvironment(new RemoveDataset);
+
+// A prepared dataset with a 400-token vocabulary, built once per test process.
+inline std::string dataset() {
+  static std::string dir = [] {
+    std::string d = make_temp_dir("train_data");
+    g_dataset_dir = d;
+    std::string jsonl;
+    uint32_t x = 7;
+    auto rnd = [&x] { return (x = x * 1103515245u + 12345u) >> 16; };
+    std::vector<std::string> words;  // a 300-word vocabulary of random lowercase words
+    for (int i = 0; i < 300; i++) {
+      std::string w;
+      for (int k = 0; k < 2 + static_cast<int>(rnd() % 7); k++) w.push_back(static_cast<char>('a' + rnd() % 26));
+      words.push_back(w);
+    }
+    for (int i = 0; i < 300; i++) {
+      std::string doc;
+      for (int w = 0; w < 40 + i % 50; w++) doc += std::string(w ? " " : "") + words[rnd() % 300];
+      jsonl += nlohmann::json({{"text", doc + "."}}).dump() + "\n";
+    }
+    write_text(d + "/c.jsonl", jsonl);
+    PrepareOptions o;
+    o.train_inputs = {d + "/c.jsonl"};
+    o.out_dir = d + "/data";
+    o.vocab_size = 400;
+    o.progress = false;
+    PrepareResult r;
+    Status s = prepare(o, &r);
+    if (!s.ok()) ADD_FAILURE() << "preparing the test dataset failed: " << s.message();
+    return d;
+  }();
+  return dir;
+}
+
+// The test model: depth 1, dim 64, 2 heads of 32, T = 32. --data and --budget are added unless extra has them.
+inline std::string train_cmd(const std::string& extra) {
+  std::string data = extra.find("--data") == std::string::npos ? " --data " + dataset() + "/data" : "";
+  std::string budget = extra.find("--budget") == std::string::npos ? " --budget 5" : "";
+  return frontier_bin() + " train" + data + budget + " --set model.vocab_size=400 --set model.depth=1 "
+         "--set model.dim=64 --set model.head_dim=32 --set model.seq_len=32 --set train.micro_batch=4 "
+         "--set eval.tokens=512 --set eval.batch=4 --set train.peak_gflops=100 " + extra;
+}
+
+inline double summary_value(const std::string& out, const std::string& key) {
+  size_t p = out.find("\n" + key + ":");
+  if (p == std::string::npos) return NAN;
+  return std::stod(out.substr(out.find(':', p) + 1));
+}
+
+
+}  // namespace frontier::testing
