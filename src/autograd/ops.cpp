@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "autograd/tape.h"
-#include "ops/attention.h"
+#include "kernels/attention.h"
+#include "kernels/gemm.h"
 #include "ops/cross_entropy.h"
-#include "ops/matmul.h"
 #include "ops/relu2.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
@@ -40,37 +40,20 @@ Var embedding(Tape& t, const int32_t* idx, int64_t n, Var table) {
   return out;
 }
 
-// Threads split the output rows (forward, dx) or W's rows (dW), so every element is computed by one thread in a
-// fixed order: results do not depend on the thread count.
+// The three GEMM forms of a training step (kernels/gemm.h): out = x @ W^T, dx += g @ W, dW += g^T @ x. The GEMM
+// accumulates every element over K in a fixed order, so results do not depend on the thread count.
 Var linear(Tape& t, Var x, Var W) {
   int64_t K = t.shape(x).back(), N = t.shape(W)[0];
   FRONTIER_CHECK(t.shape(W)[1] == K);
   int64_t M = t.numel(x) / K;
   bool rg = t.requires_grad(x) || t.requires_grad(W);
   Var out = t.make(with_last(t.shape(x), N), rg);
-  {
-    float* o = t.value(out);
-    const float *px = t.value(x), *pw = t.value(W);
-#pragma omp parallel for schedule(static)
-    for (int64_t m = 0; m < M; m++) ref::matmul_forward(o + m * N, px + m * K, pw, 1, K, N);
-  }
+  sgemm(false, true, M, N, K, 1.f, t.value(x), K, t.value(W), K, 0.f, t.value(out), N);
   if (rg)
     t.node(out).backward = [&t, out, x, W, M, K, N]() {
       const float *g = t.grad(out), *px = t.value(x), *pw = t.value(W);
-      if (t.requires_grad(x)) {
-        float* dx = t.grad(x);
-#pragma omp parallel for schedule(static)
-        for (int64_t m = 0; m < M; m++) ref::matmul_backward<float>(dx + m * K, nullptr, g + m * N, px + m * K, pw, 1, K, N);
-      }
-      if (t.requires_grad(W)) {
-        float* dW = t.grad(W);
-#pragma omp parallel for schedule(static)
-        for (int64_t n = 0; n < N; n++)
-          for (int64_t m = 0; m < M; m++) {
-            float d = g[m * N + n];
-            for (int64_t k = 0; k < K; k++) dW[n * K + k] += d * px[m * K + k];
-          }
-      }
+      if (t.requires_grad(x)) sgemm(false, false, M, K, N, 1.f, g, N, pw, K, 1.f, t.grad(x), K);
+      if (t.requires_grad(W)) sgemm(true, false, N, K, M, 1.f, g, N, px, K, 1.f, t.grad(W), K);
     };
   return out;
 }
@@ -221,6 +204,7 @@ Var gated_add(Tape& t, Var v, Var g, Var ve) {
   return out;
 }
 
+// Fast tiled kernel (kernels/attention.h); ref::attention_* stays the ground truth in the tests.
 Var causal_attention(Tape& t, Var q, Var k, Var v) {
   const auto& sq = t.shape(q);
   const auto& sk = t.shape(k);
@@ -228,11 +212,11 @@ Var causal_attention(Tape& t, Var q, Var k, Var v) {
   FRONTIER_CHECK(sk[0] == B && sk[1] == T && sk[3] == D && t.shape(v) == sk && H % Hkv == 0);
   bool rg = t.requires_grad(q) || t.requires_grad(k) || t.requires_grad(v);
   Var out = t.make(sq, rg);
-  auto att = std::make_shared<std::vector<float>>(B * H * T * T);
-  ref::attention_forward(t.value(out), att->data(), t.value(q), t.value(k), t.value(v), B, T, H, Hkv, D);
+  auto lse = std::make_shared<std::vector<float>>(B * H * T);  // (B, H, T)
+  flash_attention_forward(t.value(out), lse->data(), t.value(q), t.value(k), t.value(v), B, T, H, Hkv, D);
   if (rg)
-    t.node(out).backward = [&t, out, q, k, v, att, B, T, H, Hkv, D]() {
-      // The reference kernel writes all three; inputs without grad get scratch space.
+    t.node(out).backward = [&t, out, q, k, v, lse, B, T, H, Hkv, D]() {
+      // The kernel writes all three; inputs without grad get scratch space.
       std::vector<float> sq_, sk_, sv_;
       auto dst = [&](Var x, std::vector<float>& scratch) {
         if (t.requires_grad(x)) return t.grad(x);
@@ -240,8 +224,8 @@ Var causal_attention(Tape& t, Var q, Var k, Var v) {
         return scratch.data();
       };
       float *dq = dst(q, sq_), *dk = dst(k, sk_), *dv = dst(v, sv_);
-      ref::attention_backward(dq, dk, dv, t.grad(out), att->data(), t.value(q), t.value(k), t.value(v), B, T, H,
-                              Hkv, D);
+      flash_attention_backward(dq, dk, dv, t.grad(out), t.value(out), lse->data(), t.value(q), t.value(k),
+                               t.value(v), B, T, H, Hkv, D);
     };
   return out;
 }

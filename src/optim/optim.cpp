@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "ops/matmul.h"
+#include "kernels/gemm.h"
 
 namespace frontier {
 
@@ -35,15 +35,14 @@ void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps) {
   for (float v : Y) nrm += static_cast<double>(v) * v;
   float scale = static_cast<float>(1.0 / (std::sqrt(nrm) * 1.02 + 1e-6));
   for (float& v : Y) v *= scale;
-  std::vector<float> A(r * r), AA(r * r), Bm(r * r), BX(r * c), Yt(c * r);
+  std::vector<float> A(r * r), Bm(r * r), BX(r * c);
   for (int it = 0; it < ns_steps; it++) {
     float a = static_cast<float>(kPolar[it][0]), b = static_cast<float>(kPolar[it][1]),
           cc = static_cast<float>(kPolar[it][2]);
-    ref::matmul_forward(A.data(), Y.data(), Y.data(), r, c, r);   // A = Y Y^T
-    ref::matmul_forward(AA.data(), A.data(), A.data(), r, r, r);  // A A^T = A A (A symmetric)
-    for (int64_t i = 0; i < r * r; i++) Bm[i] = b * A[i] + cc * AA[i];
-    transpose(Y.data(), Yt.data(), r, c);                          // B Y = B @ (Y^T)^T
-    ref::matmul_forward(BX.data(), Bm.data(), Yt.data(), r, r, c);
+    sgemm(false, true, r, r, c, 1.f, Y.data(), c, Y.data(), c, 0.f, A.data(), r);  // A = Y Y^T
+    Bm = A;
+    sgemm(false, false, r, r, r, cc, A.data(), r, A.data(), r, b, Bm.data(), r);   // B = b A + c A A
+    sgemm(false, false, r, c, r, 1.f, Bm.data(), r, Y.data(), c, 0.f, BX.data(), c);  // B Y
     for (int64_t i = 0; i < r * c; i++) Y[i] = a * Y[i] + BX[i];
   }
   if (tall) {

@@ -1,0 +1,47 @@
+// Fast single-precision GEMM, BLIS-style: a portable 5-loop driver with packing (gemm.cpp), one microkernel per
+// instruction set with a fixed signature (ukernel_*.cpp), block sizes as per-architecture data (GemmBlocking).
+//
+//   // C (M, N) = alpha * op(A) @ op(B) + beta * C, all row-major with leading dimensions (row strides):
+//   //   op(A) is (M, K): A itself (lda >= K) or, with trans_a, A^T of a (K, M) array (lda >= M);
+//   //   op(B) is (K, N): B itself (ldb >= N) or, with trans_b, B^T of an (N, K) array (ldb >= K).
+//   sgemm(false, true, M, N, K, 1.f, x, K, W, K, 0.f, out, N);    // out = x @ W^T      (linear forward)
+//   sgemm(false, false, M, K, N, 1.f, g, N, W, K, 1.f, dx, K);    // dx += g @ W        (linear backward)
+//   sgemm(true, false, N, K, M, 1.f, g, N, x, K, 1.f, dW, K);     // dW += g^T @ x      (weight gradient)
+//
+// No transpose is ever materialised: packing reads either layout. Every element of C is accumulated over K in a
+// fixed order (KC blocks in sequence, each in k order inside the microkernel), so results do not depend on the
+// thread count. Threads (OpenMP, omp_get_max_threads(); one when called inside a parallel region) split the
+// (MC rows x NR-panel group) tasks of each packed B block. beta == 0 never reads C (NaNs in C are overwritten).
+#pragma once
+
+#include <cstdint>
+
+namespace frontier {
+
+// Microkernel contract (BLIS's gemm ukernel): c (MR, NR) with row stride ldc, full tile only:
+//   c = alpha * sum_k a[k*MR + i] * b[k*NR + j] + beta * c     (beta == 0: c is not read)
+// a: packed A micro-panel (kc, MR) k-major; b: packed B micro-panel (kc, NR) k-major.
+using GemmUkernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha,
+                             float beta);
+
+// Block sizes as data, one row per microkernel (BLIS config/<uarch>): MR x NR register tile, KC the packed depth
+// (an A micro-panel and a B micro-panel stay in L1), MC the A block (in L2), NC the B block (in L3).
+struct GemmBlocking {
+  const char* name;
+  GemmUkernel ukernel;
+  int MR, NR, KC, MC, NC;
+};
+
+// The microkernel the driver uses on this machine (AVX2/FMA when compiled for it, else the portable one).
+const GemmBlocking& gemm_blocking();
+// The portable (reference) microkernel's row, always available; tests check the fast one against it.
+const GemmBlocking& gemm_blocking_ref();
+
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+           const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// Same, with an explicit blocking (tests run the driver over both microkernels and odd block sizes).
+void sgemm_with(const GemmBlocking& bs, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+}  // namespace frontier

@@ -1,0 +1,69 @@
+// AVX2/FMA microkernel, 6 x 16 (BLIS haswell sgemm): 12 ymm accumulators, 2 ymm for a row of B, 1 broadcast of A.
+// Per k: 2 loads + 6 broadcasts + 12 FMAs, so two FMA pipes stay busy (6 cycles of FMA per 8 loads).
+#include "kernels/gemm.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+namespace frontier {
+
+namespace {
+
+constexpr int kMR = 6, kNR = 16;
+
+void ukernel_avx2_6x16(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha, float beta) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+         c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (int64_t k = 0; k < kc; k++) {
+    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+    __m256 ai = _mm256_broadcast_ss(a + 0);
+    c00 = _mm256_fmadd_ps(ai, b0, c00);
+    c01 = _mm256_fmadd_ps(ai, b1, c01);
+    ai = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(ai, b0, c10);
+    c11 = _mm256_fmadd_ps(ai, b1, c11);
+    ai = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(ai, b0, c20);
+    c21 = _mm256_fmadd_ps(ai, b1, c21);
+    ai = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(ai, b0, c30);
+    c31 = _mm256_fmadd_ps(ai, b1, c31);
+    ai = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(ai, b0, c40);
+    c41 = _mm256_fmadd_ps(ai, b1, c41);
+    ai = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(ai, b0, c50);
+    c51 = _mm256_fmadd_ps(ai, b1, c51);
+    a += kMR;
+    b += kNR;
+  }
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  auto store = [&](float* p, __m256 acc) {
+    if (beta == 0.f) _mm256_storeu_ps(p, _mm256_mul_ps(va, acc));
+    else _mm256_storeu_ps(p, _mm256_fmadd_ps(va, acc, _mm256_mul_ps(vb, _mm256_loadu_ps(p))));
+  };
+  store(c + 0 * ldc, c00), store(c + 0 * ldc + 8, c01);
+  store(c + 1 * ldc, c10), store(c + 1 * ldc + 8, c11);
+  store(c + 2 * ldc, c20), store(c + 2 * ldc + 8, c21);
+  store(c + 3 * ldc, c30), store(c + 3 * ldc + 8, c31);
+  store(c + 4 * ldc, c40), store(c + 4 * ldc + 8, c41);
+  store(c + 5 * ldc, c50), store(c + 5 * ldc + 8, c51);
+}
+
+}  // namespace
+
+const GemmBlocking& gemm_blocking() {
+  // KC: a 6x256 A panel (6 KiB) + a 256x16 B panel (16 KiB) in L1; MC x KC (144 KiB) in L2; KC x NC in L3.
+  static const GemmBlocking bs{"avx2 6x16", ukernel_avx2_6x16, kMR, kNR, 256, 144, 3072};
+  return bs;
+}
+
+}  // namespace frontier
+
+#else
+
+namespace frontier {
+const GemmBlocking& gemm_blocking() { return gemm_blocking_ref(); }
+}  // namespace frontier
+
+#endif
