@@ -5,7 +5,7 @@
 #include "autograd/tape.h"
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
-#include "ops/cross_entropy.h"
+#include "kernels/softcap_ce.h"
 #include "ops/relu2.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
@@ -230,14 +230,18 @@ Var causal_attention(Tape& t, Var q, Var k, Var v) {
   return out;
 }
 
-Var softcap_cross_entropy(Tape& t, Var logits, const int32_t* targets, float cap) {
+// Fast fused kernel (kernels/softcap_ce.h): keeps the softcapped logits (N, V) and the row log-sum-exps for
+// backward; ref::softcap_ce_* stays the ground truth in the tests.
+Var softcap_cross_entropy(Tape& t, Var logits, const int32_t* targets, float cap, float* row_losses) {
   int64_t V = t.shape(logits).back(), N = t.numel(logits) / V;
   Var out = t.make({1}, t.requires_grad(logits));
-  std::vector<int32_t> tg(targets, targets + N);
-  t.value(out)[0] = ref::softcap_ce_forward<float>(nullptr, t.value(logits), tg.data(), N, V, cap);
+  auto tg = std::make_shared<std::vector<int32_t>>(targets, targets + N);
+  auto capped = std::make_shared<std::vector<float>>(N * V);  // (N, V)
+  auto lse = std::make_shared<std::vector<float>>(N);
+  t.value(out)[0] = softcap_ce_forward(row_losses, capped->data(), lse->data(), t.value(logits), tg->data(), N, V, cap);
   if (t.requires_grad(logits))
-    t.node(out).backward = [&t, out, logits, tg, N, V, cap]() {
-      ref::softcap_ce_backward<float>(t.grad(logits), t.grad(out)[0], t.value(logits), tg.data(), N, V, cap);
+    t.node(out).backward = [&t, out, logits, tg, capped, lse, N, V, cap]() {
+      softcap_ce_backward(t.grad(logits), t.grad(out)[0], capped->data(), lse->data(), tg->data(), N, V, cap);
     };
   return out;
 }

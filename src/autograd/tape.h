@@ -69,7 +69,8 @@ Var slice_last(Tape& t, Var x, int64_t begin, int64_t end);                  // 
 // v + 2*sigmoid(g) (broadcast over D) * ve: v, ve (B, T, Hkv, D); g (B, T, Hkv)
 Var gated_add(Tape& t, Var v, Var g, Var ve);
 Var causal_attention(Tape& t, Var q, Var k, Var v);                          // (B,T,H,D), (B,T,Hkv,D) x2
-// Mean cross-entropy of softcapped logits (N, V) over targets >= 0 -> scalar (shape {1}).
-Var softcap_cross_entropy(Tape& t, Var logits, const int32_t* targets, float cap);
+// Mean cross-entropy of softcapped logits (N, V) over targets >= 0 -> scalar (shape {1}); per-row losses (nats, 0
+// for ignored rows) also go to row_losses (N) when given.
+Var softcap_cross_entropy(Tape& t, Var logits, const int32_t* targets, float cap, float* row_losses = nullptr);
 
 }  // namespace frontier

@@ -12,7 +12,6 @@
 #include "autograd/tape.h"
 #include "eval/py_random.h"
 #include "model/gpt.h"
-#include "ops/cross_entropy.h"
 #include "tokenizer/tokenizer.h"
 #include "util/file.h"
 
@@ -91,10 +90,9 @@ void core_sequence_losses(Gpt& gpt, const std::vector<uint32_t>& tok, std::vecto
   std::vector<int32_t> x(tok.begin(), tok.end() - 1), y(tok.begin() + 1, tok.end());
   Tape tape;
   Var logits;
-  gpt.forward(tape, x.data(), y.data(), 1, T, &logits);
   const int V = gpt.shape().vocab_size;
   losses->assign(T, 0.f);
-  ref::softcap_ce_forward<float>(losses->data(), tape.value(logits), y.data(), T, V, Gpt::kSoftcap);
+  gpt.forward(tape, x.data(), y.data(), 1, T, &logits, losses->data());
   argmax->assign(T, 0);
   const float* z = tape.value(logits);
   for (int t = 0; t < T; t++) {

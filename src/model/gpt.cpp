@@ -107,9 +107,10 @@ void Gpt::init_nanochat(uint64_t seed) {
   }
 }
 
-Var Gpt::forward(Tape& t, const int32_t* idx, const int32_t* targets, int B, int T, Var* logits_out) {
+Var Gpt::forward(Tape& t, const int32_t* idx, const int32_t* targets, int B, int T, Var* logits_out,
+                  float* row_losses) {
   FRONTIER_CHECK(T <= s_.seq_len);
-  const int64_t C = s_.dim, D = s_.head_dim, H = s_.n_head, Hkv = s_.n_kv_head, N = int64_t(B) * T;
+  const int64_t D = s_.head_dim, H = s_.n_head, Hkv = s_.n_kv_head, N = int64_t(B) * T;
   auto P = [&](const std::string& name) {
     const ParamInfo& p = param(name);
     return t.param(w_.data() + p.offset, g_.data() + p.offset, p.shape);
@@ -138,7 +139,7 @@ Var Gpt::forward(Tape& t, const int32_t* idx, const int32_t* targets, int B, int
   }
   Var logits = linear(t, rmsnorm(t, x, kNormEps), P("lm_head"));  // (N, V)
   if (logits_out) *logits_out = logits;
-  return softcap_cross_entropy(t, logits, targets, kSoftcap);
+  return softcap_cross_entropy(t, logits, targets, kSoftcap, row_losses);
 }
 
 }  // namespace frontier

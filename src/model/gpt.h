@@ -55,8 +55,9 @@ class Gpt {
   void zero_grad() { std::fill(g_.begin(), g_.end(), 0.f); }
 
   // idx, targets: (B, T). Returns the loss node; logits_out, if given, receives the node of the softcapped
-  // logits' pre-activation (B*T, V) for inspection.
-  Var forward(Tape& tape, const int32_t* idx, const int32_t* targets, int B, int T, Var* logits_out = nullptr);
+  // logits' pre-activation (B*T, V) for inspection; row_losses (B*T), if given, the per-token losses in nats.
+  Var forward(Tape& tape, const int32_t* idx, const int32_t* targets, int B, int T, Var* logits_out = nullptr,
+              float* row_losses = nullptr);
   const std::vector<float>& rope_cos() const { return cos_; }  // (T, D/2)
   const std::vector<float>& rope_sin() const { return sin_; }
   int64_t n_params() const { return static_cast<int64_t>(w_.size()); }
