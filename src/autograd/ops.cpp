@@ -1,5 +1,6 @@
 // Primitive autograd ops over the reference kernels. Each op: compute the forward into a new node, and record a
 // backward closure that accumulates into its inputs' gradients (only those that require grad).
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/tape.h"
@@ -18,6 +19,31 @@ std::vector<int64_t> with_last(std::vector<int64_t> s, int64_t last) {
   s.back() = last;
   return s;
 }
+
+// Runs fn(begin, end) over [0, n) in fixed chunks on all threads. Memory-bound ops use it: each element is
+// computed by one chunk in a fixed order, so results do not depend on the thread count.
+template <typename F>
+void parallel_range(int64_t n, int64_t grain, F fn) {
+  const int64_t chunks = (n + grain - 1) / grain;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; c++) fn(c * grain, std::min(n, (c + 1) * grain));
+}
+
+// Sum of x[k] * y[k] in double over fixed chunks of 4096 summed in order (thread-count independent).
+double dot_fixed(const float* x, const float* y, int64_t n) {
+  const int64_t grain = 4096, chunks = (n + grain - 1) / grain;
+  std::vector<double> part(chunks);
+  parallel_range(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; c++) {
+      double acc = 0;
+      for (int64_t k = c * grain; k < std::min(n, (c + 1) * grain); k++) acc += static_cast<double>(x[k]) * y[k];
+      part[c] = acc;
+    }
+  });
+  double acc = 0;
+  for (double p : part) acc += p;
+  return acc;
+}
 }  // namespace
 
 Var embedding(Tape& t, const int32_t* idx, int64_t n, Var table) {
@@ -26,16 +52,19 @@ Var embedding(Tape& t, const int32_t* idx, int64_t n, Var table) {
   const float* W = t.value(table);
   float* o = t.value(out);
   std::vector<int32_t> ids(idx, idx + n);
-  for (int64_t i = 0; i < n; i++) {
-    FRONTIER_CHECK(ids[i] >= 0 && ids[i] < V);
-    std::copy(W + ids[i] * C, W + (ids[i] + 1) * C, o + i * C);
-  }
+  for (int64_t i = 0; i < n; i++) FRONTIER_CHECK(ids[i] >= 0 && ids[i] < V);
+  parallel_range(n, 256, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) std::copy(W + ids[i] * C, W + (ids[i] + 1) * C, o + i * C);
+  });
   if (t.requires_grad(table))
     t.node(out).backward = [&t, out, table, ids, C]() {
       float* g = t.grad(out);
       float* dW = t.grad(table);
-      for (size_t i = 0; i < ids.size(); i++)
-        for (int64_t c = 0; c < C; c++) dW[ids[i] * C + c] += g[i * C + c];
+      // Threads split the columns, so rows that share a token id never race.
+      parallel_range(C, 32, [&](int64_t c0, int64_t c1) {
+        for (size_t i = 0; i < ids.size(); i++)
+          for (int64_t c = c0; c < c1; c++) dW[ids[i] * C + c] += g[i * C + c];
+      });
     };
   return out;
 }
@@ -62,10 +91,15 @@ Var rmsnorm(Tape& t, Var x, float eps) {
   int64_t C = t.shape(x).back(), N = t.numel(x) / C;
   Var out = t.make(t.shape(x), t.requires_grad(x));
   auto rstd = std::make_shared<std::vector<float>>(N);
-  ref::rmsnorm_forward(t.value(out), rstd->data(), t.value(x), N, C, eps);
+  parallel_range(N, 64, [&](int64_t i0, int64_t i1) {
+    ref::rmsnorm_forward(t.value(out) + i0 * C, rstd->data() + i0, t.value(x) + i0 * C, i1 - i0, C, eps);
+  });
   if (t.requires_grad(x))
     t.node(out).backward = [&t, out, x, rstd, N, C]() {
-      ref::rmsnorm_backward(t.grad(x), t.grad(out), t.value(x), rstd->data(), N, C);
+      float *dx = t.grad(x), *g = t.grad(out), *px = t.value(x);
+      parallel_range(N, 64, [&](int64_t i0, int64_t i1) {
+        ref::rmsnorm_backward(dx + i0 * C, g + i0 * C, px + i0 * C, rstd->data() + i0, i1 - i0, C);
+      });
     };
   return out;
 }
@@ -75,10 +109,16 @@ Var rope(Tape& t, Var x, const float* cos_t, const float* sin_t) {
   FRONTIER_CHECK(s.size() == 4);
   int64_t B = s[0], T = s[1], H = s[2], D = s[3];
   Var out = t.make(s, t.requires_grad(x));
-  ref::rope_forward(t.value(out), t.value(x), cos_t, sin_t, B, T, H, D);
+  const int64_t per = T * H * D;  // one sequence; threads split the batch
+  parallel_range(B, 1, [&](int64_t b0, int64_t b1) {
+    ref::rope_forward(t.value(out) + b0 * per, t.value(x) + b0 * per, cos_t, sin_t, b1 - b0, T, H, D);
+  });
   if (t.requires_grad(x))
-    t.node(out).backward = [&t, out, x, cos_t, sin_t, B, T, H, D]() {
-      ref::rope_backward(t.grad(x), t.grad(out), cos_t, sin_t, B, T, H, D);
+    t.node(out).backward = [&t, out, x, cos_t, sin_t, B, T, H, D, per]() {
+      float *dx = t.grad(x), *g = t.grad(out);
+      parallel_range(B, 1, [&](int64_t b0, int64_t b1) {
+        ref::rope_backward(dx + b0 * per, g + b0 * per, cos_t, sin_t, b1 - b0, T, H, D);
+      });
     };
   return out;
 }
@@ -86,9 +126,12 @@ Var rope(Tape& t, Var x, const float* cos_t, const float* sin_t) {
 Var relu2(Tape& t, Var x) {
   Var out = t.make(t.shape(x), t.requires_grad(x));
   int64_t n = t.numel(x);
-  ref::relu2_forward(t.value(out), t.value(x), n);
+  parallel_range(n, 1 << 14, [&](int64_t a, int64_t b) { ref::relu2_forward(t.value(out) + a, t.value(x) + a, b - a); });
   if (t.requires_grad(x))
-    t.node(out).backward = [&t, out, x, n]() { ref::relu2_backward(t.grad(x), t.grad(out), t.value(x), n); };
+    t.node(out).backward = [&t, out, x, n]() {
+      float *dx = t.grad(x), *g = t.grad(out), *px = t.value(x);
+      parallel_range(n, 1 << 14, [&](int64_t a, int64_t b) { ref::relu2_backward(dx + a, g + a, px + a, b - a); });
+    };
   return out;
 }
 
@@ -99,14 +142,18 @@ Var add(Tape& t, Var a, Var b) {
   int64_t n = t.numel(a);
   const float *pa = t.value(a), *pb = t.value(b);
   float* o = t.value(out);
-  for (int64_t i = 0; i < n; i++) o[i] = pa[i] + pb[i];
+  parallel_range(n, 1 << 14, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) o[i] = pa[i] + pb[i];
+  });
   if (rg)
     t.node(out).backward = [&t, out, a, b, n]() {
       const float* g = t.grad(out);
       for (Var in : {a, b})
         if (t.requires_grad(in)) {
           float* d = t.grad(in);
-          for (int64_t i = 0; i < n; i++) d[i] += g[i];
+          parallel_range(n, 1 << 14, [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; i++) d[i] += g[i];
+          });
         }
     };
   return out;
@@ -119,7 +166,9 @@ Var scale(Tape& t, Var x, Var s, int64_t i) {
   float lam = t.value(s)[i];
   const float* px = t.value(x);
   float* o = t.value(out);
-  for (int64_t k = 0; k < n; k++) o[k] = lam * px[k];
+  parallel_range(n, 1 << 14, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; k++) o[k] = lam * px[k];
+  });
   if (rg)
     t.node(out).backward = [&t, out, x, s, i, n]() {
       const float* g = t.grad(out);
@@ -127,13 +176,11 @@ Var scale(Tape& t, Var x, Var s, int64_t i) {
       float lam = t.value(s)[i];
       if (t.requires_grad(x)) {
         float* d = t.grad(x);
-        for (int64_t k = 0; k < n; k++) d[k] += lam * g[k];
+        parallel_range(n, 1 << 14, [&](int64_t k0, int64_t k1) {
+          for (int64_t k = k0; k < k1; k++) d[k] += lam * g[k];
+        });
       }
-      if (t.requires_grad(s)) {
-        double acc = 0;
-        for (int64_t k = 0; k < n; k++) acc += static_cast<double>(g[k]) * px[k];
-        t.grad(s)[i] += static_cast<float>(acc);
-      }
+      if (t.requires_grad(s)) t.grad(s)[i] += static_cast<float>(dot_fixed(g, px, n));
     };
   return out;
 }
@@ -142,12 +189,16 @@ Var reshape(Tape& t, Var x, std::vector<int64_t> shape) {
   Var out = t.make(std::move(shape), t.requires_grad(x));
   FRONTIER_CHECK(t.numel(out) == t.numel(x));
   int64_t n = t.numel(x);
-  std::copy(t.value(x), t.value(x) + n, t.value(out));
+  const float* px = t.value(x);
+  float* o = t.value(out);
+  parallel_range(n, 1 << 14, [&](int64_t a, int64_t b) { std::copy(px + a, px + b, o + a); });
   if (t.requires_grad(x))
     t.node(out).backward = [&t, out, x, n]() {
       const float* g = t.grad(out);
       float* d = t.grad(x);
-      for (int64_t k = 0; k < n; k++) d[k] += g[k];
+      parallel_range(n, 1 << 14, [&](int64_t a, int64_t b) {
+        for (int64_t k = a; k < b; k++) d[k] += g[k];
+      });
     };
   return out;
 }
@@ -176,30 +227,34 @@ Var gated_add(Tape& t, Var v, Var g, Var ve) {
   Var out = t.make(s, rg);
   const float *pv = t.value(v), *pg = t.value(g), *pe = t.value(ve);
   float* o = t.value(out);
-  for (int64_t r = 0; r < rows; r++) {
-    float gate = 2.f / (1.f + std::exp(-pg[r]));
-    for (int64_t d = 0; d < D; d++) o[r * D + d] = pv[r * D + d] + gate * pe[r * D + d];
-  }
+  parallel_range(rows, 256, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      float gate = 2.f / (1.f + std::exp(-pg[r]));
+      for (int64_t d = 0; d < D; d++) o[r * D + d] = pv[r * D + d] + gate * pe[r * D + d];
+    }
+  });
   if (rg)
     t.node(out).backward = [&t, out, v, g, ve, rows, D]() {
       const float* go = t.grad(out);
       const float *pg = t.value(g), *pe = t.value(ve);
-      for (int64_t r = 0; r < rows; r++) {
-        float sg = 1.f / (1.f + std::exp(-pg[r])), gate = 2.f * sg;
-        if (t.requires_grad(v)) {
-          float* dv = t.grad(v);
-          for (int64_t d = 0; d < D; d++) dv[r * D + d] += go[r * D + d];
+      // Gradient buffers are allocated here, before the threads start (Tape::grad allocates on first use).
+      float* dv = t.requires_grad(v) ? t.grad(v) : nullptr;
+      float* de = t.requires_grad(ve) ? t.grad(ve) : nullptr;
+      float* dg = t.requires_grad(g) ? t.grad(g) : nullptr;
+      parallel_range(rows, 256, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; r++) {
+          float sg = 1.f / (1.f + std::exp(-pg[r])), gate = 2.f * sg;
+          if (dv)
+            for (int64_t d = 0; d < D; d++) dv[r * D + d] += go[r * D + d];
+          if (de)
+            for (int64_t d = 0; d < D; d++) de[r * D + d] += gate * go[r * D + d];
+          if (dg) {
+            double acc = 0;
+            for (int64_t d = 0; d < D; d++) acc += static_cast<double>(go[r * D + d]) * pe[r * D + d];
+            dg[r] += static_cast<float>(acc * 2.0 * sg * (1.0 - sg));
+          }
         }
-        if (t.requires_grad(ve)) {
-          float* de = t.grad(ve);
-          for (int64_t d = 0; d < D; d++) de[r * D + d] += gate * go[r * D + d];
-        }
-        if (t.requires_grad(g)) {
-          double acc = 0;
-          for (int64_t d = 0; d < D; d++) acc += static_cast<double>(go[r * D + d]) * pe[r * D + d];
-          t.grad(g)[r] += static_cast<float>(acc * 2.0 * sg * (1.0 - sg));
-        }
-      }
+      });
     };
   return out;
 }
@@ -236,7 +291,7 @@ Var softcap_cross_entropy(Tape& t, Var logits, const int32_t* targets, float cap
   int64_t V = t.shape(logits).back(), N = t.numel(logits) / V;
   Var out = t.make({1}, t.requires_grad(logits));
   auto tg = std::make_shared<std::vector<int32_t>>(targets, targets + N);
-  auto capped = std::make_shared<std::vector<float>>(N * V);  // (N, V)
+  auto capped = std::make_shared<PooledBuffer>(N * V);  // (N, V)
   auto lse = std::make_shared<std::vector<float>>(N);
   t.value(out)[0] = softcap_ce_forward(row_losses, capped->data(), lse->data(), t.value(logits), tg->data(), N, V, cap);
   if (t.requires_grad(logits))

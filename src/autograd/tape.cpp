@@ -1,5 +1,7 @@
 #include "autograd/tape.h"
 
+#include <algorithm>
+
 #include "util/status.h"
 
 namespace frontier {
@@ -17,7 +19,8 @@ Var Tape::param(float* value, float* grad, std::vector<int64_t> shape) {
 Var Tape::constant(const float* value, std::vector<int64_t> shape) {
   auto n = std::make_unique<Node>();
   n->shape = std::move(shape);
-  n->own_value.assign(value, value + n->numel());
+  n->own_value = PooledBuffer(n->numel());
+  std::copy(value, value + n->numel(), n->own_value.data());
   n->value = n->own_value.data();
   nodes_.push_back(std::move(n));
   return {static_cast<int>(nodes_.size() - 1)};
@@ -26,7 +29,7 @@ Var Tape::constant(const float* value, std::vector<int64_t> shape) {
 Var Tape::make(std::vector<int64_t> shape, bool requires_grad) {
   auto n = std::make_unique<Node>();
   n->shape = std::move(shape);
-  n->own_value.assign(n->numel(), 0.f);
+  n->own_value = PooledBuffer(n->numel());
   n->value = n->own_value.data();
   n->requires_grad = requires_grad;
   nodes_.push_back(std::move(n));
@@ -36,7 +39,7 @@ Var Tape::make(std::vector<int64_t> shape, bool requires_grad) {
 float* Tape::grad(Var v) {
   Node& n = *nodes_[v.id];
   if (!n.grad) {
-    n.own_grad.assign(n.numel(), 0.f);
+    n.own_grad = PooledBuffer(n.numel());
     n.grad = n.own_grad.data();
   }
   return n.grad;

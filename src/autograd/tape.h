@@ -17,13 +17,15 @@
 #include <memory>
 #include <vector>
 
+#include "autograd/buffer_pool.h"
+
 namespace frontier {
 
 struct Node {
   std::vector<int64_t> shape;
   float* value = nullptr;  // numel()
   float* grad = nullptr;   // numel(); null until needed
-  std::vector<float> own_value, own_grad;  // storage for intermediate nodes
+  PooledBuffer own_value, own_grad;        // storage for intermediate nodes (reused across steps)
   std::function<void()> backward;          // reads this->grad, accumulates into inputs' grads
   bool requires_grad = false;
   int64_t numel() const {

@@ -86,6 +86,7 @@ void Optimizer::adam_update(const ParamInfo& p, const AdamGroupInfo& g, float lr
   const double bc2 = 1.0 - std::pow(static_cast<double>(g.beta2), static_cast<double>(t_));
   const float step_size = static_cast<float>(lr / bc1);
   const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+#pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; i++) {
     w[i] *= 1.f - lr * g.wd;
     m[i] = g.beta1 * m[i] + (1.f - g.beta1) * gr[i];
@@ -100,11 +101,13 @@ void Optimizer::muon_update(const ParamInfo& p, float lr, float momentum, float 
   const float* gr = gpt_.grads().data() + p.offset;
   float* buf = state_.data() + 2 * N + p.offset;
   std::vector<float> u(n);
+#pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; i++) {
     buf[i] += (1.f - momentum) * (gr[i] - buf[i]);  // lerp(buf, g, 1 - mu)
     u[i] = gr[i] + momentum * (buf[i] - gr[i]);     // lerp(g, buf, mu): Nesterov
   }
   polar_express(u.data(), p.shape[0], p.shape[1], cfg_.ns_steps);
+#pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; i++) {
     float mask = (u[i] * w[i]) >= 0.f ? 1.f : 0.f;
     w[i] -= lr * u[i] + lr * wd * w[i] * mask;
