@@ -5,6 +5,7 @@
 //   train      train the GPT under a wall-clock budget (train/train.h)
 //   eval core  the CORE benchmark on a checkpoint (eval/core_eval.h)
 //   calibrate  measure and save the machine's FMA peak and memory bandwidth (calibrate/calibrate.h)
+//   bench      kernel GFLOP/s vs the ceilings and OpenBLAS, training tokens/s and MFU (bench/bench.h)
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "bench/bench.h"
 #include "calibrate/calibrate.h"
 #include "data/dataset.h"
 #include "eval/core_eval.h"
@@ -115,6 +117,16 @@ int main(int argc, char** argv) {
   int cal_threads = 0;
   cal->add_option("--threads", cal_threads, "Threads (0 = all cores)")->capture_default_str();
 
+  auto* bn = app.add_subcommand("bench", "Kernel GFLOP/s by shape against the measured FMA peak and OpenBLAS (when "
+                                          "installed), and training tokens/s and MFU at depth 4, 6 and 8");
+  BenchOptions bo;
+  std::string bn_json, bn_only;
+  bn->add_option("--json", bn_json, "Also write the results as JSON here");
+  bn->add_option("--only", bn_only, "Run only this part")->check(CLI::IsMember({"kernels", "train"}));
+  bn->add_option("--steps", bo.train_steps, "Timed training steps per config")->capture_default_str();
+  bn->add_option("--depths", bo.depths, "Model depths for the training benchmark")->capture_default_str();
+  bn->add_option("--peak-gflops", bo.peak_gflops, "FMA peak for %peak/MFU (0 = calibration file, else measured)");
+
   auto* ev = app.add_subcommand("eval", "Evaluate a trained checkpoint");
   ev->require_subcommand(1);
   auto* ev_core = ev->add_subcommand("core", "The CORE benchmark (DCLM, 22 tasks) as nanochat computes it");
@@ -182,6 +194,17 @@ int main(int argc, char** argv) {
                               {"accuracy", t.accuracy}, {"centered", t.centered}});
       if (!(s = write_file_atomic(ev_json, j.dump(2) + "\n")).ok()) return fail(s);
     }
+    return 0;
+  }
+
+  if (bn->parsed()) {
+    bo.kernels = bn_only != "train";
+    bo.train = bn_only != "kernels";
+    BenchReport rep;
+    Status s = run_bench(bo, &rep);
+    if (!s.ok()) return fail(s);
+    std::printf("%s", rep.table().c_str());
+    if (!bn_json.empty() && !(s = write_file_atomic(bn_json, rep.json.dump(2) + "\n")).ok()) return fail(s);
     return 0;
   }
 

@@ -53,8 +53,9 @@ void ukernel_avx2_6x16(int64_t kc, const float* a, const float* b, float* c, int
 }  // namespace
 
 const GemmBlocking& gemm_blocking() {
-  // KC: a 6x256 A panel (6 KiB) + a 256x16 B panel (16 KiB) in L1; MC x KC (144 KiB) in L2; KC x NC in L3.
-  static const GemmBlocking bs{"avx2 6x16", ukernel_avx2_6x16, kMR, kNR, 256, 144, 3072};
+  // KC: a 6x512 A panel (12 KiB) + a 512x16 B panel (32 KiB) in a 48 KiB L1; MC x KC (192 KiB) in L2; KC x NC
+  // (4 MiB) in L3. Chosen by `frontier bench` over KC 192-512, MC 72-192, NC 2048-4080 on the 2-core EPYC here.
+  static const GemmBlocking bs{"avx2 6x16", ukernel_avx2_6x16, kMR, kNR, 512, 96, 2048};
   return bs;
 }
 

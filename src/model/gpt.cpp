@@ -107,6 +107,13 @@ void Gpt::init_nanochat(uint64_t seed) {
   }
 }
 
+double Gpt::flops_per_token() const {
+  int64_t n = 0;
+  for (const auto& p : table_)
+    if (p.group == ParamGroup::kMatrix || p.group == ParamGroup::kLmHead) n += p.numel();
+  return 6.0 * n + 12.0 * s_.depth * s_.n_head * s_.head_dim * static_cast<double>(s_.seq_len);
+}
+
 Var Gpt::forward(Tape& t, const int32_t* idx, const int32_t* targets, int B, int T, Var* logits_out,
                   float* row_losses) {
   FRONTIER_CHECK(T <= s_.seq_len);

@@ -61,6 +61,8 @@ class Gpt {
   const std::vector<float>& rope_cos() const { return cos_; }  // (T, D/2)
   const std::vector<float>& rope_sin() const { return sin_; }
   int64_t n_params() const { return static_cast<int64_t>(w_.size()); }
+  // Training FLOPs per token (nanochat's estimate): 6 x (matrix + lm_head params) + 12 x L x H x D x T attention.
+  double flops_per_token() const;
 
  private:
   ModelShape s_;

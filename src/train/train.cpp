@@ -194,8 +194,7 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
     else if (p.group == ParamGroup::kScalar) n_scalar += p.numel();
     else n_emb += p.numel();
   }
-  const double flops_per_token =
-      6.0 * (n_matrix + n_head) + 12.0 * shape.depth * shape.n_head * shape.head_dim * static_cast<double>(T);
+  const double flops_per_token = gpt.flops_per_token();
   double peak = cfg.get_float("train.peak_gflops");
   const char* peak_src = "train.peak_gflops";
   Calibration cal;

@@ -1,0 +1,229 @@
+#include "bench/bench.h"
+
+#include <dlfcn.h>
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "autograd/tape.h"
+#include "calibrate/calibrate.h"
+#include "kernels/attention.h"
+#include "kernels/gemm.h"
+#include "model/gpt.h"
+#include "model/model_config.h"
+#include "optim/optim.h"
+#include "train/train.h"
+
+namespace frontier {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// cblas_sgemm from Debian's OpenBLAS, if installed (libopenblas0-pthread).
+struct OpenBlas {
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
+                         int);
+  using SetThreads = void (*)(int);
+  Sgemm sgemm = nullptr;
+  std::string path;
+  OpenBlas(int threads) {
+    for (const char* name : {"libopenblas.so.0", "libopenblasp.so.0", "libopenblas.so"}) {
+      void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (!h) continue;
+      sgemm = reinterpret_cast<Sgemm>(dlsym(h, "cblas_sgemm"));
+      auto set = reinterpret_cast<SetThreads>(dlsym(h, "openblas_set_num_threads"));
+      if (set) set(threads);
+      if (sgemm) {
+        path = name;
+        break;
+      }
+    }
+  }
+};
+
+template <typename F>
+double best_seconds(int repeats, F fn) {
+  fn();  // warm-up (packing buffers, page faults)
+  double best = 1e30;
+  for (int r = 0; r < repeats; r++) {
+    auto t0 = Clock::now();
+    fn();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+std::vector<float> rand_vec(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+}  // namespace
+
+Status run_bench(const BenchOptions& o, BenchReport* out) {
+  const int threads = omp_get_max_threads();
+  Calibration cal;
+  double peak = o.peak_gflops, mem = o.mem_gbs;
+  std::string src = "given";
+  if (peak <= 0 && load_calibration(calibration_path(), threads, &cal)) {
+    peak = cal.fma_gflops;
+    mem = mem > 0 ? mem : cal.mem_gbs;
+    src = "calibration file";
+  } else if (peak <= 0) {
+    peak = measure_fma_gflops(threads);
+    src = "measured now";
+  }
+  if (mem <= 0) mem = measure_triad_gbs(threads);
+  auto& J = out->json;
+  J = {{"machine", {{"threads", threads}, {"fma_peak_gflops", peak}, {"mem_gbs", mem}, {"peak_source", src},
+                    {"gemm_kernel", gemm_blocking().name}}},
+       {"gemm", nlohmann::json::array()}, {"attention", nlohmann::json::array()}, {"train", nlohmann::json::array()}};
+  OpenBlas blas(threads);
+  J["machine"]["openblas"] = blas.sgemm ? blas.path : "not installed (apt-get install libopenblas0-pthread)";
+
+  if (o.kernels) {
+    // The baseline model's matmuls at B*T = 4096 tokens (dim 512, MLP 2048, vocab 8192), in the three forms.
+    struct G {
+      const char* what;
+      bool ta, tb;
+      int64_t M, N, K;
+    };
+    const G shapes[] = {
+        {"qkv fwd   x@W^T", false, true, 4096, 512, 512},    {"fc fwd    x@W^T", false, true, 4096, 2048, 512},
+        {"proj fwd  x@W^T", false, true, 4096, 512, 2048},   {"lm_head   x@W^T", false, true, 4096, 8192, 512},
+        {"fc dx     g@W", false, false, 4096, 512, 2048},    {"lm dx     g@W", false, false, 4096, 512, 8192},
+        {"fc dW     g^T@x", true, false, 2048, 512, 4096},   {"lm dW     g^T@x", true, false, 8192, 512, 4096},
+        {"qkv dW    g^T@x", true, false, 512, 512, 4096},
+    };
+    for (const auto& s : shapes) {
+      const int64_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
+      auto A = rand_vec(s.M * s.K, 1), B = rand_vec(s.K * s.N, 2);
+      std::vector<float> C(s.M * s.N);
+      const double flops = 2.0 * s.M * s.N * s.K;
+      double t = best_seconds(o.gemm_repeats, [&] {
+        sgemm(s.ta, s.tb, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), s.N);
+      });
+      nlohmann::json row = {{"op", s.what}, {"M", s.M}, {"N", s.N}, {"K", s.K}, {"gflops", flops / t / 1e9},
+                            {"pct_peak", 100.0 * flops / t / 1e9 / peak}};
+      if (blas.sgemm) {
+        double tb = best_seconds(o.gemm_repeats, [&] {
+          blas.sgemm(101, s.ta ? 112 : 111, s.tb ? 112 : 111, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb, 0.f,
+                     C.data(), s.N);  // CblasRowMajor, CblasNoTrans / CblasTrans
+        });
+        row["openblas_gflops"] = flops / tb / 1e9;
+        row["ratio_vs_openblas"] = tb / t;
+      }
+      J["gemm"].push_back(row);
+    }
+    // Attention forward + backward at the baseline's head shape.
+    for (int64_t T : {256, 512}) {
+      const int64_t B = 8, H = 4, D = 128, nq = B * T * H * D;
+      auto q = rand_vec(nq, 3), k = rand_vec(nq, 4), v = rand_vec(nq, 5), go = rand_vec(nq, 6);
+      std::vector<float> o_(nq), lse(B * H * T), dq(nq), dk(nq), dv(nq);
+      // Causal FLOPs (as the model's estimate counts them): 2 GEMMs forward, 4 backward (+1 recompute), each
+      // 2*T*T*D/2 per head.
+      const double fl_f = 2.0 * 2 * B * H * T * T * D / 2, fl_b = 5.0 * 2 * B * H * T * T * D / 2;
+      double tf = best_seconds(o.gemm_repeats, [&] {
+        flash_attention_forward(o_.data(), lse.data(), q.data(), k.data(), v.data(), B, T, H, H, D);
+      });
+      double tbk = best_seconds(o.gemm_repeats, [&] {
+        flash_attention_backward(dq.data(), dk.data(), dv.data(), go.data(), o_.data(), lse.data(), q.data(),
+                                 k.data(), v.data(), B, T, H, H, D);
+      });
+      J["attention"].push_back({{"B", B}, {"T", T}, {"H", H}, {"D", D}, {"fwd_gflops", fl_f / tf / 1e9},
+                                {"bwd_gflops", fl_b / tbk / 1e9}, {"fwd_pct_peak", 100 * fl_f / tf / 1e9 / peak},
+                                {"bwd_pct_peak", 100 * fl_b / tbk / 1e9 / peak}});
+    }
+  }
+
+  if (o.train) {
+    for (int depth : o.depths) {
+      Config cfg = train_schema().defaults();
+      cfg.set("model.depth", static_cast<int64_t>(depth));
+      const int64_t T = depth <= 4 ? 256 : 512;
+      cfg.set("model.seq_len", T);
+      ModelShape shape;
+      FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg, &shape));
+      const int B = 8;
+      Gpt gpt(shape);
+      gpt.init_nanochat(1);
+      Optimizer opt(gpt, OptimConfig{});
+      std::mt19937 g(7);
+      std::vector<int32_t> x(B * T), y(B * T);
+      for (auto& id : x) id = static_cast<int32_t>(g() % shape.vocab_size);
+      for (auto& id : y) id = static_cast<int32_t>(g() % shape.vocab_size);
+      auto step = [&] {
+        gpt.zero_grad();
+        Tape tape;
+        Var loss = gpt.forward(tape, x.data(), y.data(), B, static_cast<int>(T));
+        tape.backward(loss);
+        opt.step(1.f, 0.9f, 0.f);
+      };
+      step();
+      auto t0 = Clock::now();
+      for (int i = 0; i < o.train_steps; i++) step();
+      double secs = std::chrono::duration<double>(Clock::now() - t0).count() / o.train_steps;
+      double tps = B * T / secs;
+      J["train"].push_back({{"depth", depth}, {"dim", shape.dim}, {"seq_len", T}, {"batch", B},
+                            {"params_M", gpt.n_params() / 1e6}, {"step_seconds", secs}, {"tokens_per_sec", tps},
+                            {"mfu_pct", 100.0 * tps * gpt.flops_per_token() / (peak * 1e9)}});
+      std::fprintf(stderr, "bench: depth %d done (%.0f tok/s)\n", depth, tps);
+    }
+  }
+  return ok_status();
+}
+
+std::string BenchReport::table() const {
+  std::string s;
+  char buf[512];
+  const auto& m = json["machine"];
+  std::snprintf(buf, sizeof(buf), "machine: %d threads, FMA peak %.1f GFLOP/s (%s), memory %.1f GB/s; kernel %s; "
+                "OpenBLAS: %s\n", m["threads"].get<int>(), m["fma_peak_gflops"].get<double>(),
+                m["peak_source"].get<std::string>().c_str(), m["mem_gbs"].get<double>(),
+                m["gemm_kernel"].get<std::string>().c_str(), m["openblas"].get<std::string>().c_str());
+  s += buf;
+  if (!json["gemm"].empty()) {
+    s += "\nGEMM                      M      N      K   GFLOP/s  %peak  OpenBLAS  ratio\n";
+    for (const auto& r : json["gemm"]) {
+      std::snprintf(buf, sizeof(buf), "%-18s %6lld %6lld %6lld  %8.1f  %5.1f", r["op"].get<std::string>().c_str(),
+                    r["M"].get<long long>(), r["N"].get<long long>(), r["K"].get<long long>(),
+                    r["gflops"].get<double>(), r["pct_peak"].get<double>());
+      s += buf;
+      if (r.contains("openblas_gflops")) {
+        std::snprintf(buf, sizeof(buf), "  %8.1f  %5.2fx\n", r["openblas_gflops"].get<double>(),
+                      r["ratio_vs_openblas"].get<double>());
+        s += buf;
+      } else {
+        s += "         -      -\n";
+      }
+    }
+  }
+  if (!json["attention"].empty()) {
+    s += "\nattention (causal)   B    T   H    D   fwd GFLOP/s %peak   bwd GFLOP/s %peak\n";
+    for (const auto& r : json["attention"]) {
+      std::snprintf(buf, sizeof(buf), "%-18s %3lld %4lld %3lld %4lld   %10.1f %5.1f   %10.1f %5.1f\n", "",
+                    r["B"].get<long long>(), r["T"].get<long long>(), r["H"].get<long long>(),
+                    r["D"].get<long long>(), r["fwd_gflops"].get<double>(), r["fwd_pct_peak"].get<double>(),
+                    r["bwd_gflops"].get<double>(), r["bwd_pct_peak"].get<double>());
+      s += buf;
+    }
+  }
+  if (!json["train"].empty()) {
+    s += "\ntrain step (fwd+bwd+Muon/AdamW)  depth  dim  seq  batch  params  tokens/s   MFU%\n";
+    for (const auto& r : json["train"]) {
+      std::snprintf(buf, sizeof(buf), "%-32s %5d %4d %4lld %6d %6.1fM %9.0f %6.1f\n", "", r["depth"].get<int>(),
+                    r["dim"].get<int>(), r["seq_len"].get<long long>(), r["batch"].get<int>(),
+                    r["params_M"].get<double>(), r["tokens_per_sec"].get<double>(), r["mfu_pct"].get<double>());
+      s += buf;
+    }
+  }
+  return s;
+}
+
+}  // namespace frontier

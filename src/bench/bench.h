@@ -1,0 +1,35 @@
+// `frontier bench`: kernel throughput by shape against the machine's measured ceilings and Debian's OpenBLAS (when
+// its library is installed; loaded with dlopen, so it is never a build dependency), and end-to-end training
+// tokens/s and MFU per model config, all measured in one run.
+//
+//   BenchOptions o;                       // defaults: the model's shapes at depth 4/6/8, 2 repeats
+//   BenchReport r;
+//   FRONTIER_RETURN_IF_ERROR(run_bench(o, &r));
+//   std::printf("%s", r.table().c_str());  // or r.json
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace frontier {
+
+struct BenchOptions {
+  bool kernels = true, train = true;
+  int train_steps = 3;           // timed steps per config (after 1 warm-up step)
+  int gemm_repeats = 3;          // best of
+  std::vector<int> depths = {4, 6, 8};
+  double peak_gflops = 0;        // 0: calibration file, else measured now
+  double mem_gbs = 0;
+};
+
+struct BenchReport {
+  nlohmann::json json;           // {"machine": ..., "gemm": [...], "attention": [...], "train": [...]}
+  std::string table() const;
+};
+
+Status run_bench(const BenchOptions& o, BenchReport* out);
+
+}  // namespace frontier
