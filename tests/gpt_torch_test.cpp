@@ -97,7 +97,10 @@ void run_case(int depth, int dim, int head_dim, int n_kv_head, int V, int B, int
     std::string worst_name;
     for (const auto& p : gpt.params()) {
       double e = rel_err(gpt.weights().data() + p.offset, o + steps + p.offset, p.numel());
-      EXPECT_LE(e, 1e-4) << "weights of " << p.name << " after " << steps << " steps";
+      // 3e-4: Polar Express orthogonalises the near rank-deficient first updates of the zero-initialised output
+      // projections, which amplifies fp32 rounding differences (GEMM blocking: 2.3e-5 at KC=256, 1.1e-4 at
+      // KC=512), while the losses above agree to ~1e-7.
+      EXPECT_LE(e, 3e-4) << "weights of " << p.name << " after " << steps << " steps";
       if (e > worst) worst = e, worst_name = p.name;
     }
     std::printf("[optim-torch] after %d Muon + AdamW steps: worst weight rel %.2g (%s)\n", steps, worst,
