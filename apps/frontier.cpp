@@ -5,6 +5,7 @@
 //   train      train the GPT under a wall-clock budget (train/train.h)
 //   eval core  the CORE benchmark on a checkpoint (eval/core_eval.h)
 //   calibrate  measure and save the machine's FMA peak and memory bandwidth (calibrate/calibrate.h)
+//   sample     generate text from a checkpoint with a KV cache (model/sampler.h)
 //   bench      kernel GFLOP/s vs the ceilings and OpenBLAS, training tokens/s and MFU (bench/bench.h)
 #include <omp.h>
 
@@ -17,7 +18,9 @@
 #include "calibrate/calibrate.h"
 #include "data/dataset.h"
 #include "eval/core_eval.h"
+#include "eval/score.h"
 #include "model/gpt.h"
+#include "model/sampler.h"
 #include <nlohmann/json.hpp>
 #include "data/default_corpus.h"
 #include "data/loader.h"
@@ -138,6 +141,17 @@ int main(int argc, char** argv) {
   ev_core->add_option("--max-per-task", ev_max, "At most N items per task (0 = all)")->capture_default_str();
   ev_core->add_option("--json", ev_json, "Also write the per-task results as JSON here");
 
+  auto* ev_score = ev->add_subcommand("score", "The composite leaderboard score: 0.5 (1 - val_bpb/8) + 0.5 CORE "
+                                               "(docs/scoring.md), with val_bpb and CORE on their frozen settings");
+  std::string es_ckpt, es_bundle = "../shared/data/eval_bundle", es_data, es_json;
+  int64_t es_max = 0;
+  ev_score->add_option("--checkpoint", es_ckpt, "RUN_DIR/model.ckpt from frontier train")->required();
+  ev_score->add_option("--bundle", es_bundle, "Eval bundle in nanochat's layout")->capture_default_str();
+  ev_score->add_option("--data", es_data, "Prepared dataset (default: the run's train.data)");
+  ev_score->add_option("--max-per-task", es_max, "At most N CORE items per task (0 = all; the leaderboard uses 0)")
+      ->capture_default_str();
+  ev_score->add_option("--json", es_json, "Also write val_bpb, CORE, the composite and the per-task table as JSON");
+
   auto* ev_bpb = ev->add_subcommand("bpb", "val_bpb (nanochat's evaluate_bpb) of a checkpoint on a prepared split");
   std::string eb_ckpt, eb_data, eb_split = "val";
   int64_t eb_tokens = 0;
@@ -146,7 +160,107 @@ int main(int argc, char** argv) {
   ev_bpb->add_option("--split", eb_split, "Split to score")->check(CLI::IsMember({"val", "train"}))->capture_default_str();
   ev_bpb->add_option("--tokens", eb_tokens, "Tokens to score (default: the run's eval.tokens)");
 
+  auto* sm = app.add_subcommand("sample", "Generate text from a checkpoint (KV cache; temperature, top-k; "
+                                          "deterministic for a seed)");
+  std::string sm_ckpt, sm_data, sm_prompt;
+  int sm_tokens = 100, sm_topk = 50;
+  float sm_temp = 0.8f;
+  uint64_t sm_seed = 42;
+  sm->add_option("--checkpoint", sm_ckpt, "RUN_DIR/model.ckpt from frontier train")->required();
+  sm->add_option("--data", sm_data, "Prepared dataset whose tokenizer to use (default: the run's train.data)");
+  sm->add_option("--prompt", sm_prompt, "Text to continue (default: unconditioned, from <|bos|> alone)");
+  sm->add_option("--tokens", sm_tokens, "Tokens to generate (stops earlier at the model's context length)")
+      ->capture_default_str();
+  sm->add_option("--temperature", sm_temp, "Softmax temperature; 0 = greedy")->capture_default_str();
+  sm->add_option("--top-k", sm_topk, "Sample among the k most likely tokens (0 = all)")->capture_default_str();
+  sm->add_option("--seed", sm_seed, "Sampling seed")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
+
+  if (sm->parsed()) {
+    Config cfg;
+    std::unique_ptr<Gpt> gpt;
+    Status s = load_trained_model(sm_ckpt, &cfg, &gpt);
+    if (!s.ok()) return fail(s);
+    std::string data_dir = sm_data.empty() ? cfg.get_string("train.data") : sm_data;
+    Tokenizer tok;
+    if (!(s = tok.load(data_dir + "/tokenizer")).ok()) return fail(s);
+    if (static_cast<int>(tok.vocab_size()) != gpt->shape().vocab_size)
+      return fail(Status::error("checkpoint vocab_size " + std::to_string(gpt->shape().vocab_size) +
+                                " does not match the tokenizer in " + data_dir + "; pass --data with the run's dataset"));
+    if (utf8_first_invalid(sm_prompt) != std::string::npos) return fail(Status::error("--prompt is not valid UTF-8"));
+    std::vector<uint32_t> ids = {tok.bos_id()};
+    tok.encode_ordinary(sm_prompt, &ids);
+    Sampler smp(*gpt);
+    if (static_cast<int64_t>(ids.size()) >= smp.capacity())
+      return fail(Status::error("the prompt has " + std::to_string(ids.size()) + " tokens; the model's context is " +
+                                std::to_string(smp.capacity())));
+    std::vector<float> logits;
+    for (uint32_t t : ids) smp.push(t, &logits);
+    std::printf("%s", sm_prompt.c_str());
+    SampleRng rng{sm_seed};
+    std::vector<uint32_t> gen;
+    std::string shown;
+    int n = 0;
+    for (; n < sm_tokens; n++) {
+      uint32_t t = Sampler::sample(logits, sm_temp, sm_topk, &rng);
+      gen.push_back(t);
+      std::string text = tok.decode(gen);  // decode the whole tail: tokens may split UTF-8 sequences
+      if (utf8_first_invalid(text) == std::string::npos) {
+        std::printf("%s", text.substr(shown.size()).c_str());
+        std::fflush(stdout);
+        shown = text;
+      }
+      if (smp.position() >= smp.capacity()) {
+        n++;
+        break;
+      }
+      smp.push(t, &logits);
+    }
+    std::printf("%s\n", tok.decode(gen).substr(shown.size()).c_str());
+    std::fflush(stdout);
+    std::fprintf(stderr, "[sample] %d tokens, temperature %.2f, top-k %d, seed %llu%s\n", n, sm_temp, sm_topk,
+                 static_cast<unsigned long long>(sm_seed),
+                 smp.position() >= smp.capacity() ? " (stopped at the model's context length)" : "");
+    return 0;
+  }
+
+  if (ev_score->parsed()) {
+    Config cfg;
+    std::unique_ptr<Gpt> gpt;
+    Status s = load_trained_model(es_ckpt, &cfg, &gpt);
+    if (!s.ok()) return fail(s);
+    PreparedData data;
+    if (!(s = data.open(es_data.empty() ? cfg.get_string("train.data") : es_data)).ok()) return fail(s);
+    if (static_cast<int>(data.tokenizer().vocab_size()) != gpt->shape().vocab_size)
+      return fail(Status::error("checkpoint vocab_size " + std::to_string(gpt->shape().vocab_size) +
+                                " does not match the data's tokenizer (" +
+                                std::to_string(data.tokenizer().vocab_size()) + "); pass --data with the run's dataset"));
+    double bpb = 0;
+    if (!(s = evaluate_bpb(*gpt, data, cfg.get_int("eval.tokens"), static_cast<int>(cfg.get_int("eval.batch")),
+                           gpt->shape().seq_len, &bpb)).ok())
+      return fail(s);
+    CoreBundle bundle;
+    if (!(s = load_core_bundle(es_bundle, &bundle)).ok()) return fail(s);
+    CoreReport rep;
+    if (!(s = evaluate_core(*gpt, data.tokenizer(), bundle, es_max, &rep)).ok()) return fail(s);
+    std::printf("%s", rep.table().c_str());
+    const double comp = composite_score(bpb, rep.core);
+    std::printf("val_bpb:   %.6f  (bpb_score 1 - val_bpb/8 = %.6f)\n", bpb, bpb_score(bpb));
+    std::printf("CORE (%d/%d tasks%s): %.6f\n", rep.n_present, rep.n_total,
+                es_max > 0 ? (", " + std::to_string(es_max) + " items per task").c_str() : "", rep.core);
+    std::printf("composite: %.6f  (0.5 bpb_score + 0.5 CORE)\n", comp);
+    if (!es_json.empty()) {
+      nlohmann::json j = {{"val_bpb", bpb}, {"bpb_score", bpb_score(bpb)}, {"core", rep.core},
+                          {"tasks_present", rep.n_present}, {"tasks_total", rep.n_total},
+                          {"max_per_task", es_max}, {"composite", comp}, {"tasks", nlohmann::json::array()}};
+      for (const auto& t : rep.tasks)
+        j["tasks"].push_back({{"label", t.label}, {"present", t.present}, {"items", t.n}, {"accuracy", t.accuracy},
+                              {"centered", t.centered}});
+      if (!(s = write_file_atomic(es_json, j.dump(2) + "\n")).ok()) return fail(s);
+    }
+    return 0;
+  }
 
   if (ev_bpb->parsed()) {
     Config cfg;

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -85,22 +86,42 @@ Status parse_row(const nlohmann::json& j, CoreTaskType type, const std::string& 
 
 }  // namespace
 
-void core_sequence_losses(Gpt& gpt, const std::vector<uint32_t>& tok, std::vector<float>* losses, std::vector<int>* argmax) {
-  const int T = static_cast<int>(tok.size()) - 1;
-  std::vector<int32_t> x(tok.begin(), tok.end() - 1), y(tok.begin() + 1, tok.end());
+void core_batch_losses(Gpt& gpt, const std::vector<std::vector<uint32_t>>& seqs,
+                       std::vector<std::vector<float>>* losses, std::vector<std::vector<int>>* argmax) {
+  const int B = static_cast<int>(seqs.size());
+  int T = 0;
+  for (const auto& q : seqs) T = std::max(T, static_cast<int>(q.size()) - 1);
+  std::vector<int32_t> x(int64_t(B) * T, 0), y(int64_t(B) * T, -1);  // pad: token 0 in, target ignored
+  for (int b = 0; b < B; b++)
+    for (size_t t = 0; t + 1 < seqs[b].size(); t++) {
+      x[int64_t(b) * T + t] = static_cast<int32_t>(seqs[b][t]);
+      y[int64_t(b) * T + t] = static_cast<int32_t>(seqs[b][t + 1]);
+    }
+  const int V = gpt.shape().vocab_size;
+  std::vector<float> rows(int64_t(B) * T);
   Tape tape;
   Var logits;
-  const int V = gpt.shape().vocab_size;
-  losses->assign(T, 0.f);
-  gpt.forward(tape, x.data(), y.data(), 1, T, &logits, losses->data());
-  argmax->assign(T, 0);
+  gpt.forward(tape, x.data(), y.data(), B, T, &logits, rows.data());
   const float* z = tape.value(logits);
-  for (int t = 0; t < T; t++) {
-    int best = 0;
-    for (int v = 1; v < V; v++)
-      if (z[int64_t(t) * V + v] > z[int64_t(t) * V + best]) best = v;
-    (*argmax)[t] = best;
+  losses->assign(B, {});
+  argmax->assign(B, {});
+  for (int b = 0; b < B; b++) {
+    const int n = static_cast<int>(seqs[b].size()) - 1;
+    (*losses)[b].assign(rows.begin() + int64_t(b) * T, rows.begin() + int64_t(b) * T + n);
+    (*argmax)[b].resize(n);
+    for (int t = 0; t < n; t++) {
+      const float* zt = z + (int64_t(b) * T + t) * V;
+      (*argmax)[b][t] = static_cast<int>(std::max_element(zt, zt + V) - zt);
+    }
   }
+}
+
+void core_sequence_losses(Gpt& gpt, const std::vector<uint32_t>& tok, std::vector<float>* losses, std::vector<int>* argmax) {
+  std::vector<std::vector<float>> l;
+  std::vector<std::vector<int>> a;
+  core_batch_losses(gpt, {tok}, &l, &a);
+  *losses = std::move(l[0]);
+  *argmax = std::move(a[0]);
 }
 
 Status load_core_bundle(const std::string& dir, CoreBundle* out) {
@@ -226,10 +247,12 @@ bool evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, co
   }
   size_t best = 0;
   double best_loss = INFINITY;
+  std::vector<std::vector<float>> all;
+  std::vector<std::vector<int>> preds;
+  core_batch_losses(gpt, seq.tokens, &all, &preds);  // every choice in one forward
   for (size_t c = 0; c < seq.tokens.size(); c++) {
-    core_sequence_losses(gpt, seq.tokens[c], &losses, &pred);
     double sum = 0;
-    for (int64_t t = seq.start[c]; t < seq.end[c]; t++) sum += losses[t - 1];
+    for (int64_t t = seq.start[c]; t < seq.end[c]; t++) sum += all[c][t - 1];
     double mean = sum / std::max<int64_t>(1, seq.end[c] - seq.start[c]);
     if (mean < best_loss) {
       best_loss = mean;

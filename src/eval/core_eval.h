@@ -63,6 +63,11 @@ bool core_item_sequences(const Gpt& gpt, const Tokenizer& tok, const CoreTask& t
 // Per-position losses (nats; losses[t] predicts tokens[t+1]) and greedy predictions of one sequence.
 void core_sequence_losses(Gpt& gpt, const std::vector<uint32_t>& tokens, std::vector<float>* losses,
                           std::vector<int>* argmax);
+// The same for all sequences of an item in one forward pass (nanochat's batching of an item's choices): rows padded
+// at the end to the longest (causal attention keeps padding from reaching earlier positions; padded targets are
+// ignored), so each row's losses equal core_sequence_losses of that row alone.
+void core_batch_losses(Gpt& gpt, const std::vector<std::vector<uint32_t>>& seqs,
+                       std::vector<std::vector<float>>* losses, std::vector<std::vector<int>>* argmax);
 
 // One item's correctness (exposed for tests): render, tokenize (BOS first), crop to the model's context, score.
 bool evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,

@@ -1,0 +1,43 @@
+// Autoregressive sampling with a KV cache: each new token runs one position through the model (GEMVs against the
+// weights, attention over the cached keys and values), instead of re-running the whole prefix. Same math as
+// Gpt::forward (tested: logits at every position match the full forward).
+//
+//   Sampler s(gpt);                          // cache for gpt.shape().seq_len positions
+//   std::vector<float> logits;
+//   for (uint32_t t : prompt) s.push(t, &logits);   // prefill
+//   uint32_t next = s.sample(logits, /*temperature=*/0.8f, /*top_k=*/50, &rng);
+//
+// Sampling: temperature 0 is greedy (argmax, lowest id on ties); otherwise softmax(logits / temperature) over the
+// top_k largest logits (0 = all). The RNG is a fixed splitmix64, so a seed gives the same text on every machine.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/gpt.h"
+
+namespace frontier {
+
+struct SampleRng {  // splitmix64
+  uint64_t s;
+  double uniform();  // [0, 1)
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const Gpt& gpt);
+  // Runs token at the next position; logits (V) of the softcapped head for the following token.
+  void push(uint32_t token, std::vector<float>* logits);
+  int64_t position() const { return pos_; }
+  int64_t capacity() const { return gpt_.shape().seq_len; }
+  void reset() { pos_ = 0; }
+  static uint32_t sample(const std::vector<float>& logits, float temperature, int top_k, SampleRng* rng);
+
+ private:
+  const Gpt& gpt_;
+  const float* w(const std::string& name) const;
+  int64_t pos_ = 0;
+  std::vector<float> kcache_, vcache_;  // (L, seq_len, Hkv, D)
+};
+
+}  // namespace frontier
