@@ -6,6 +6,7 @@
 //   eval core  the CORE benchmark on a checkpoint (eval/core_eval.h)
 //   calibrate  measure and save the machine's FMA peak and memory bandwidth (calibrate/calibrate.h)
 //   sample     generate text from a checkpoint with a KV cache (model/sampler.h)
+//   research   the autoresearch loop: trials under the budget, keep what lowers val_bpb (research/research.h)
 //   bench      kernel GFLOP/s vs the ceilings and OpenBLAS, training tokens/s and MFU (bench/bench.h)
 #include <omp.h>
 
@@ -26,6 +27,7 @@
 #include "data/loader.h"
 #include "data/prepare.h"
 #include "tokenizer/tokenizer.h"
+#include "research/research.h"
 #include "train/train.h"
 #include "util/file.h"
 #include "util/utf8.h"
@@ -175,7 +177,39 @@ int main(int argc, char** argv) {
   sm->add_option("--top-k", sm_topk, "Sample among the k most likely tokens (0 = all)")->capture_default_str();
   sm->add_option("--seed", sm_seed, "Sampling seed")->capture_default_str();
 
+  auto* rs = app.add_subcommand("research", "The autoresearch loop: run trials of `frontier train` under a fixed "
+                                            "budget, keep a change only when it beats the best by more than the "
+                                            "measured seed-to-seed spread; ledger, chart, resume (docs/agents.md)");
+  ResearchOptions ro;
+  ro.base = "configs/tiny.toml";
+  ro.space = "configs/space.toml";
+  rs->add_option("--base", ro.base, "Base config (TOML)")->capture_default_str();
+  rs->add_option("--space", ro.space, "Search space (TOML: a table per config key with choices or min/max)")
+      ->capture_default_str();
+  rs->add_option("--budget", ro.budget, "Training budget per trial, seconds")->capture_default_str();
+  rs->add_option("--hours", ro.hours, "Stop after this many hours (0 = no limit)")->capture_default_str();
+  rs->add_option("--trials", ro.max_trials, "Stop when the ledger has this many trials, baseline included (0 = no "
+                                            "limit)")->capture_default_str();
+  rs->add_option("--proposer", ro.proposer, "random | mutate | halving | a command that reads the ledger as JSON on "
+                                            "stdin and prints {\"set\": {...}, \"description\": ...}")
+      ->capture_default_str();
+  rs->add_option("--repeats", ro.repeats, "Base-config runs (different seeds) that measure the noise floor")
+      ->capture_default_str();
+  rs->add_option("--min-delta", ro.min_delta, "Keep threshold floor: max(spread, this)")->capture_default_str();
+  rs->add_option("--seed", ro.seed, "Proposal and baseline seed")->capture_default_str();
+  rs->add_option("--out", ro.out_dir, "Session directory (resumes if it holds a ledger)")->required();
+  rs->add_option("--data", ro.data, "Prepared dataset for every trial (overrides the base's train.data)");
+  rs->add_option("--set", ro.extra_sets, "key=value applied to every trial (not searched), repeatable");
+  rs->add_option("--git", ro.git_repo, "Git mode: commit each kept config to this repository, on a branch "
+                                       "frontier/research-<session>");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (rs->parsed()) {
+    Status s = run_research(ro);
+    if (!s.ok()) return fail(s);
+    return 0;
+  }
 
   if (sm->parsed()) {
     Config cfg;
