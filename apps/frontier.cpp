@@ -8,6 +8,7 @@
 //   sample     generate text from a checkpoint with a KV cache (model/sampler.h)
 //   research   the autoresearch loop: trials under the budget, keep what lowers val_bpb (research/research.h)
 //   bench      kernel GFLOP/s vs the ceilings and OpenBLAS, training tokens/s and MFU (bench/bench.h)
+//   profile    per-op time, FLOPs, bytes and roofline bound of a few training steps, Perfetto trace (profile/profile.h)
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,7 @@
 #include <sstream>
 
 #include "bench/bench.h"
+#include "profile/profile.h"
 #include "calibrate/calibrate.h"
 #include "data/dataset.h"
 #include "eval/core_eval.h"
@@ -131,6 +133,22 @@ int main(int argc, char** argv) {
   bn->add_option("--steps", bo.train_steps, "Timed training steps per config")->capture_default_str();
   bn->add_option("--depths", bo.depths, "Model depths for the training benchmark")->capture_default_str();
   bn->add_option("--peak-gflops", bo.peak_gflops, "FMA peak for %peak/MFU (0 = calibration file, else measured)");
+
+  auto* pf = app.add_subcommand("profile",
+                                 "Run a few training steps of a config and report per-op time, FLOPs, bytes, GFLOP/s, "
+                                 "GB/s and compute/memory bound against the calibrated roofline; write a "
+                                 "Chrome/Perfetto trace");
+  ProfileOptions pfo;
+  std::string pf_config, pf_trace = "profile_trace.json", pf_json;
+  std::vector<std::string> pf_sets;
+  pf->add_option("--config", pf_config, "TOML config (as for train); defaults apply without it");
+  pf->add_option("--set", pf_sets, "key=value override, repeatable (e.g. --set model.depth=4)");
+  pf->add_option("--steps", pfo.steps, "Profiled training steps")->capture_default_str();
+  pf->add_option("--warmup", pfo.warmup, "Unprofiled warm-up steps first")->capture_default_str();
+  pf->add_option("--trace", pf_trace, "Chrome/Perfetto trace JSON to write (\"\" = none)")->capture_default_str();
+  pf->add_option("--json", pf_json, "Also write the per-op table as JSON here");
+  pf->add_option("--peak-gflops", pfo.peak_gflops, "FMA peak for the roofline (0 = calibration file, else measured)");
+  pf->add_option("--mem-gbs", pfo.mem_gbs, "Memory bandwidth for the roofline (0 = calibration file, else measured)");
 
   auto* ev = app.add_subcommand("eval", "Evaluate a trained checkpoint");
   ev->require_subcommand(1);
@@ -353,6 +371,25 @@ int main(int argc, char** argv) {
     if (!s.ok()) return fail(s);
     std::printf("%s", rep.table().c_str());
     if (!bn_json.empty() && !(s = write_file_atomic(bn_json, rep.json.dump(2) + "\n")).ok()) return fail(s);
+    return 0;
+  }
+
+  if (pf->parsed()) {
+    ConfigSchema schema = train_schema();
+    Config cfg = schema.defaults();
+    Status s;
+    if (!pf_config.empty() && !(s = schema.load_toml(pf_config, &cfg)).ok()) return fail(s);
+    for (const auto& kv : pf_sets)
+      if (!(s = schema.apply_set(kv, &cfg)).ok()) return fail(s);
+    ProfileReport rep;
+    if (!(s = run_profile(cfg, pfo, &rep)).ok()) return fail(s);
+    std::printf("%s", rep.table().c_str());
+    if (!pf_trace.empty()) {
+      if (!(s = write_chrome_trace(rep.events, pf_trace)).ok()) return fail(s);
+      std::printf("trace: %s (%zu events; open in ui.perfetto.dev or chrome://tracing)\n", pf_trace.c_str(),
+                  rep.events.size());
+    }
+    if (!pf_json.empty() && !(s = write_file_atomic(pf_json, rep.json.dump(2) + "\n")).ok()) return fail(s);
     return 0;
   }
 

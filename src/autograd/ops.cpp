@@ -7,6 +7,7 @@
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
 #include "kernels/softcap_ce.h"
+#include "profile/profiler.h"
 #include "ops/relu2.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
@@ -19,6 +20,10 @@ std::vector<int64_t> with_last(std::vector<int64_t> s, int64_t last) {
   s.back() = last;
   return s;
 }
+
+// Scopes for `frontier profile` (profile/profiler.h): FLOPs as the op computes them, bytes as the compulsory
+// traffic (each input read once, each output written once; "+=" outputs read and written), 4 bytes per float.
+constexpr double kF = 4.0;
 
 // Runs fn(begin, end) over [0, n) in fixed chunks on all threads. Memory-bound ops use it: each element is
 // computed by one chunk in a fixed order, so results do not depend on the thread count.
@@ -48,6 +53,7 @@ double dot_fixed(const float* x, const float* y, int64_t n) {
 
 Var embedding(Tape& t, const int32_t* idx, int64_t n, Var table) {
   int64_t V = t.shape(table)[0], C = t.shape(table)[1];
+  ProfScope ps("embedding", "fwd", 0, kF * 2 * n * C);
   Var out = t.make({n, C}, t.requires_grad(table));
   const float* W = t.value(table);
   float* o = t.value(out);
@@ -58,6 +64,7 @@ Var embedding(Tape& t, const int32_t* idx, int64_t n, Var table) {
   });
   if (t.requires_grad(table))
     t.node(out).backward = [&t, out, table, ids, C]() {
+      ProfScope ps("embedding", "bwd", static_cast<double>(ids.size()) * C, kF * 3 * ids.size() * C);
       float* g = t.grad(out);
       float* dW = t.grad(table);
       // Threads split the columns, so rows that share a token id never race.
@@ -76,19 +83,27 @@ Var linear(Tape& t, Var x, Var W) {
   FRONTIER_CHECK(t.shape(W)[1] == K);
   int64_t M = t.numel(x) / K;
   bool rg = t.requires_grad(x) || t.requires_grad(W);
+  ProfScope ps("linear", "fwd", 2.0 * M * N * K, kF * (M * K + N * K + M * N), {M, N, K});
   Var out = t.make(with_last(t.shape(x), N), rg);
   sgemm(false, true, M, N, K, 1.f, t.value(x), K, t.value(W), K, 0.f, t.value(out), N);
   if (rg)
     t.node(out).backward = [&t, out, x, W, M, K, N]() {
       const float *g = t.grad(out), *px = t.value(x), *pw = t.value(W);
-      if (t.requires_grad(x)) sgemm(false, false, M, K, N, 1.f, g, N, pw, K, 1.f, t.grad(x), K);
-      if (t.requires_grad(W)) sgemm(true, false, N, K, M, 1.f, g, N, px, K, 1.f, t.grad(W), K);
+      if (t.requires_grad(x)) {
+        ProfScope ps("linear.dx", "bwd", 2.0 * M * N * K, kF * (M * N + N * K + 2 * M * K), {M, K, N});
+        sgemm(false, false, M, K, N, 1.f, g, N, pw, K, 1.f, t.grad(x), K);
+      }
+      if (t.requires_grad(W)) {
+        ProfScope ps("linear.dW", "bwd", 2.0 * M * N * K, kF * (M * N + M * K + 2 * N * K), {N, K, M});
+        sgemm(true, false, N, K, M, 1.f, g, N, px, K, 1.f, t.grad(W), K);
+      }
     };
   return out;
 }
 
 Var rmsnorm(Tape& t, Var x, float eps) {
   int64_t C = t.shape(x).back(), N = t.numel(x) / C;
+  ProfScope ps("rmsnorm", "fwd", 3.0 * N * C, kF * 2 * N * C);
   Var out = t.make(t.shape(x), t.requires_grad(x));
   auto rstd = std::make_shared<std::vector<float>>(N);
   parallel_range(N, 64, [&](int64_t i0, int64_t i1) {
@@ -96,6 +111,7 @@ Var rmsnorm(Tape& t, Var x, float eps) {
   });
   if (t.requires_grad(x))
     t.node(out).backward = [&t, out, x, rstd, N, C]() {
+      ProfScope ps("rmsnorm", "bwd", 6.0 * N * C, kF * 4 * N * C);
       float *dx = t.grad(x), *g = t.grad(out), *px = t.value(x);
       parallel_range(N, 64, [&](int64_t i0, int64_t i1) {
         ref::rmsnorm_backward(dx + i0 * C, g + i0 * C, px + i0 * C, rstd->data() + i0, i1 - i0, C);
@@ -108,6 +124,7 @@ Var rope(Tape& t, Var x, const float* cos_t, const float* sin_t) {
   const auto& s = t.shape(x);
   FRONTIER_CHECK(s.size() == 4);
   int64_t B = s[0], T = s[1], H = s[2], D = s[3];
+  ProfScope ps("rope", "fwd", 3.0 * B * T * H * D, kF * (2 * B * T * H * D + T * D));
   Var out = t.make(s, t.requires_grad(x));
   const int64_t per = T * H * D;  // one sequence; threads split the batch
   parallel_range(B, 1, [&](int64_t b0, int64_t b1) {
@@ -115,6 +132,7 @@ Var rope(Tape& t, Var x, const float* cos_t, const float* sin_t) {
   });
   if (t.requires_grad(x))
     t.node(out).backward = [&t, out, x, cos_t, sin_t, B, T, H, D, per]() {
+      ProfScope ps("rope", "bwd", 4.0 * B * T * H * D, kF * (3 * B * T * H * D + T * D));
       float *dx = t.grad(x), *g = t.grad(out);
       parallel_range(B, 1, [&](int64_t b0, int64_t b1) {
         ref::rope_backward(dx + b0 * per, g + b0 * per, cos_t, sin_t, b1 - b0, T, H, D);
@@ -124,11 +142,13 @@ Var rope(Tape& t, Var x, const float* cos_t, const float* sin_t) {
 }
 
 Var relu2(Tape& t, Var x) {
-  Var out = t.make(t.shape(x), t.requires_grad(x));
   int64_t n = t.numel(x);
+  ProfScope ps("relu2", "fwd", 2.0 * n, kF * 2 * n);
+  Var out = t.make(t.shape(x), t.requires_grad(x));
   parallel_range(n, 1 << 14, [&](int64_t a, int64_t b) { ref::relu2_forward(t.value(out) + a, t.value(x) + a, b - a); });
   if (t.requires_grad(x))
     t.node(out).backward = [&t, out, x, n]() {
+      ProfScope ps("relu2", "bwd", 3.0 * n, kF * 4 * n);
       float *dx = t.grad(x), *g = t.grad(out), *px = t.value(x);
       parallel_range(n, 1 << 14, [&](int64_t a, int64_t b) { ref::relu2_backward(dx + a, g + a, px + a, b - a); });
     };
@@ -138,8 +158,9 @@ Var relu2(Tape& t, Var x) {
 Var add(Tape& t, Var a, Var b) {
   FRONTIER_CHECK(t.shape(a) == t.shape(b));
   bool rg = t.requires_grad(a) || t.requires_grad(b);
-  Var out = t.make(t.shape(a), rg);
   int64_t n = t.numel(a);
+  ProfScope ps("add", "fwd", static_cast<double>(n), kF * 3 * n);
+  Var out = t.make(t.shape(a), rg);
   const float *pa = t.value(a), *pb = t.value(b);
   float* o = t.value(out);
   parallel_range(n, 1 << 14, [&](int64_t i0, int64_t i1) {
@@ -147,6 +168,8 @@ Var add(Tape& t, Var a, Var b) {
   });
   if (rg)
     t.node(out).backward = [&t, out, a, b, n]() {
+      const int ins = t.requires_grad(a) + t.requires_grad(b);
+      ProfScope ps("add", "bwd", static_cast<double>(ins) * n, kF * (1 + 2 * ins) * n);
       const float* g = t.grad(out);
       for (Var in : {a, b})
         if (t.requires_grad(in)) {
@@ -161,8 +184,9 @@ Var add(Tape& t, Var a, Var b) {
 
 Var scale(Tape& t, Var x, Var s, int64_t i) {
   bool rg = t.requires_grad(x) || t.requires_grad(s);
-  Var out = t.make(t.shape(x), rg);
   int64_t n = t.numel(x);
+  ProfScope ps("scale", "fwd", static_cast<double>(n), kF * 2 * n);
+  Var out = t.make(t.shape(x), rg);
   float lam = t.value(s)[i];
   const float* px = t.value(x);
   float* o = t.value(out);
@@ -171,6 +195,8 @@ Var scale(Tape& t, Var x, Var s, int64_t i) {
   });
   if (rg)
     t.node(out).backward = [&t, out, x, s, i, n]() {
+      ProfScope ps("scale", "bwd", 2.0 * n * (t.requires_grad(x) + t.requires_grad(s)),
+                   kF * n * (1 + 2 * t.requires_grad(x) + t.requires_grad(s)));
       const float* g = t.grad(out);
       const float* px = t.value(x);
       float lam = t.value(s)[i];
@@ -186,6 +212,7 @@ Var scale(Tape& t, Var x, Var s, int64_t i) {
 }
 
 Var reshape(Tape& t, Var x, std::vector<int64_t> shape) {
+  ProfScope ps("reshape", "fwd", 0, kF * 2 * t.numel(x));
   Var out = t.make(std::move(shape), t.requires_grad(x));
   FRONTIER_CHECK(t.numel(out) == t.numel(x));
   int64_t n = t.numel(x);
@@ -194,6 +221,7 @@ Var reshape(Tape& t, Var x, std::vector<int64_t> shape) {
   parallel_range(n, 1 << 14, [&](int64_t a, int64_t b) { std::copy(px + a, px + b, o + a); });
   if (t.requires_grad(x))
     t.node(out).backward = [&t, out, x, n]() {
+      ProfScope ps("reshape", "bwd", static_cast<double>(n), kF * 3 * n);
       const float* g = t.grad(out);
       float* d = t.grad(x);
       parallel_range(n, 1 << 14, [&](int64_t a, int64_t b) {
@@ -206,11 +234,13 @@ Var reshape(Tape& t, Var x, std::vector<int64_t> shape) {
 Var slice_last(Tape& t, Var x, int64_t begin, int64_t end) {
   int64_t C = t.shape(x).back(), W = end - begin, rows = t.numel(x) / C;
   FRONTIER_CHECK(0 <= begin && begin < end && end <= C);
+  ProfScope ps("slice_last", "fwd", 0, kF * 2 * rows * W);
   Var out = t.make(with_last(t.shape(x), W), t.requires_grad(x));
   for (int64_t r = 0; r < rows; r++)
     std::copy(t.value(x) + r * C + begin, t.value(x) + r * C + end, t.value(out) + r * W);
   if (t.requires_grad(x))
     t.node(out).backward = [&t, out, x, rows, C, W, begin]() {
+      ProfScope ps("slice_last", "bwd", static_cast<double>(rows) * W, kF * 3 * rows * W);
       const float* g = t.grad(out);
       float* d = t.grad(x);
       for (int64_t r = 0; r < rows; r++)
@@ -224,6 +254,7 @@ Var gated_add(Tape& t, Var v, Var g, Var ve) {
   FRONTIER_CHECK(s.size() == 4 && t.shape(ve) == s && t.numel(g) == s[0] * s[1] * s[2]);
   int64_t rows = s[0] * s[1] * s[2], D = s[3];
   bool rg = t.requires_grad(v) || t.requires_grad(g) || t.requires_grad(ve);
+  ProfScope ps("gated_add", "fwd", 2.0 * rows * D, kF * (3 * rows * D + rows));
   Var out = t.make(s, rg);
   const float *pv = t.value(v), *pg = t.value(g), *pe = t.value(ve);
   float* o = t.value(out);
@@ -235,6 +266,7 @@ Var gated_add(Tape& t, Var v, Var g, Var ve) {
   });
   if (rg)
     t.node(out).backward = [&t, out, v, g, ve, rows, D]() {
+      ProfScope ps("gated_add", "bwd", 5.0 * rows * D, kF * (6 * rows * D + 3 * rows));
       const float* go = t.grad(out);
       const float *pg = t.value(g), *pe = t.value(ve);
       // Gradient buffers are allocated here, before the threads start (Tape::grad allocates on first use).
@@ -266,11 +298,15 @@ Var causal_attention(Tape& t, Var q, Var k, Var v) {
   int64_t B = sq[0], T = sq[1], H = sq[2], D = sq[3], Hkv = sk[2];
   FRONTIER_CHECK(sk[0] == B && sk[1] == T && sk[3] == D && t.shape(v) == sk && H % Hkv == 0);
   bool rg = t.requires_grad(q) || t.requires_grad(k) || t.requires_grad(v);
+  // Causal: each of the 2 GEMMs (S = Q K^T, O = P V) is 2*T*T*D/2 per head; backward recomputes S and adds 4.
+  const double att_gemm = 1.0 * B * H * T * T * D, nq = 1.0 * B * T * H * D, nk = 1.0 * B * T * Hkv * D;
+  ProfScope ps("attention", "fwd", 2 * att_gemm, kF * (2 * nq + 2 * nk + B * H * T));
   Var out = t.make(sq, rg);
   auto lse = std::make_shared<std::vector<float>>(B * H * T);  // (B, H, T)
   flash_attention_forward(t.value(out), lse->data(), t.value(q), t.value(k), t.value(v), B, T, H, Hkv, D);
   if (rg)
-    t.node(out).backward = [&t, out, q, k, v, lse, B, T, H, Hkv, D]() {
+    t.node(out).backward = [&t, out, q, k, v, lse, B, T, H, Hkv, D, att_gemm, nq, nk]() {
+      ProfScope ps("attention", "bwd", 5 * att_gemm, kF * (5 * nq + 6 * nk + B * H * T));
       // The kernel writes all three; inputs without grad get scratch space.
       std::vector<float> sq_, sk_, sv_;
       auto dst = [&](Var x, std::vector<float>& scratch) {
@@ -289,6 +325,7 @@ Var causal_attention(Tape& t, Var q, Var k, Var v) {
 // backward; ref::softcap_ce_* stays the ground truth in the tests.
 Var softcap_cross_entropy(Tape& t, Var logits, const int32_t* targets, float cap, float* row_losses) {
   int64_t V = t.shape(logits).back(), N = t.numel(logits) / V;
+  ProfScope ps("softcap_ce", "fwd", 5.0 * N * V, kF * 2 * N * V);
   Var out = t.make({1}, t.requires_grad(logits));
   auto tg = std::make_shared<std::vector<int32_t>>(targets, targets + N);
   auto capped = std::make_shared<PooledBuffer>(N * V);  // (N, V)
@@ -296,6 +333,7 @@ Var softcap_cross_entropy(Tape& t, Var logits, const int32_t* targets, float cap
   t.value(out)[0] = softcap_ce_forward(row_losses, capped->data(), lse->data(), t.value(logits), tg->data(), N, V, cap);
   if (t.requires_grad(logits))
     t.node(out).backward = [&t, out, logits, tg, capped, lse, N, V, cap]() {
+      ProfScope ps("softcap_ce", "bwd", 4.0 * N * V, kF * 3 * N * V);
       softcap_ce_backward(t.grad(logits), t.grad(out)[0], capped->data(), lse->data(), tg->data(), N, V, cap);
     };
   return out;

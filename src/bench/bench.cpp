@@ -68,18 +68,9 @@ std::vector<float> rand_vec(size_t n, uint32_t seed) {
 
 Status run_bench(const BenchOptions& o, BenchReport* out) {
   const int threads = omp_get_max_threads();
-  Calibration cal;
-  double peak = o.peak_gflops, mem = o.mem_gbs;
-  std::string src = "given";
-  if (peak <= 0 && load_calibration(calibration_path(), threads, &cal)) {
-    peak = cal.fma_gflops;
-    mem = mem > 0 ? mem : cal.mem_gbs;
-    src = "calibration file";
-  } else if (peak <= 0) {
-    peak = measure_fma_gflops(threads);
-    src = "measured now";
-  }
-  if (mem <= 0) mem = measure_triad_gbs(threads);
+  const Ceilings ceil = machine_ceilings(threads, o.peak_gflops, o.mem_gbs);
+  const double peak = ceil.peak_gflops, mem = ceil.mem_gbs;
+  const std::string src = ceil.source;
   auto& J = out->json;
   J = {{"machine", {{"threads", threads}, {"fma_peak_gflops", peak}, {"mem_gbs", mem}, {"peak_source", src},
                     {"gemm_kernel", gemm_blocking().name}}},

@@ -88,4 +88,19 @@ bool load_calibration(const std::string& path, int threads, Calibration* c) {
   return true;
 }
 
+Ceilings machine_ceilings(int threads, double peak_gflops, double mem_gbs) {
+  Ceilings c{peak_gflops, mem_gbs, "given"};
+  Calibration cal;
+  if (c.peak_gflops <= 0 && load_calibration(calibration_path(), threads, &cal)) {
+    c.peak_gflops = cal.fma_gflops;
+    if (c.mem_gbs <= 0) c.mem_gbs = cal.mem_gbs;
+    c.source = "calibration file";
+  } else if (c.peak_gflops <= 0) {
+    c.peak_gflops = measure_fma_gflops(threads);
+    c.source = "measured now";
+  }
+  if (c.mem_gbs <= 0) c.mem_gbs = measure_triad_gbs(threads);
+  return c;
+}
+
 }  // namespace frontier

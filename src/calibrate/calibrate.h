@@ -23,4 +23,12 @@ Status save_calibration(const Calibration& c, const std::string& path);
 // False if absent or for another thread count.
 bool load_calibration(const std::string& path, int threads, Calibration* c);
 
+// The ceilings bench and profile measure against: the given values where > 0, else the calibration file for this
+// thread count, else measured now (a few seconds). source says which.
+struct Ceilings {
+  double peak_gflops = 0, mem_gbs = 0;
+  std::string source;
+};
+Ceilings machine_ceilings(int threads, double peak_gflops = 0, double mem_gbs = 0);
+
 }  // namespace frontier

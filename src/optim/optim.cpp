@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/gemm.h"
+#include "profile/profiler.h"
 
 namespace frontier {
 
@@ -29,6 +30,9 @@ void transpose(const float* in, float* out, int64_t r, int64_t c) {
 void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps) {
   bool tall = rows > cols;
   int64_t r = tall ? cols : rows, c = tall ? rows : cols;
+  // Per iteration: A = Y Y^T (2 r r c), A A (2 r^3), B Y (2 r r c); compulsory traffic Y in and out, A and B.
+  ProfScope ps("muon.polar_express", "optim", ns_steps * (4.0 * r * r * c + 2.0 * r * r * r + 2.0 * r * c),
+               4.0 * ns_steps * (3.0 * r * c + 3.0 * r * r), {r, c, r});
   std::vector<float> Y(X, X + rows * cols);
   if (tall) transpose(X, Y.data(), rows, cols);
   double nrm = 0;
@@ -86,6 +90,7 @@ void Optimizer::adam_update(const ParamInfo& p, const AdamGroupInfo& g, float lr
   const double bc2 = 1.0 - std::pow(static_cast<double>(g.beta2), static_cast<double>(t_));
   const float step_size = static_cast<float>(lr / bc1);
   const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+  ProfScope ps("adamw", "optim", 12.0 * n, 4.0 * 7 * n);  // w, m, v read and written, g read
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; i++) {
     w[i] *= 1.f - lr * g.wd;
@@ -101,12 +106,16 @@ void Optimizer::muon_update(const ParamInfo& p, float lr, float momentum, float 
   const float* gr = gpt_.grads().data() + p.offset;
   float* buf = state_.data() + 2 * N + p.offset;
   std::vector<float> u(n);
+  {
+    ProfScope ps("muon.momentum", "optim", 6.0 * n, 4.0 * 4 * n);  // g read, buf read and written, u written
 #pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; i++) {
-    buf[i] += (1.f - momentum) * (gr[i] - buf[i]);  // lerp(buf, g, 1 - mu)
-    u[i] = gr[i] + momentum * (buf[i] - gr[i]);     // lerp(g, buf, mu): Nesterov
+    for (int64_t i = 0; i < n; i++) {
+      buf[i] += (1.f - momentum) * (gr[i] - buf[i]);  // lerp(buf, g, 1 - mu)
+      u[i] = gr[i] + momentum * (buf[i] - gr[i]);     // lerp(g, buf, mu): Nesterov
+    }
   }
   polar_express(u.data(), p.shape[0], p.shape[1], cfg_.ns_steps);
+  ProfScope ps("muon.update", "optim", 6.0 * n, 4.0 * 3 * n);  // u read, w read and written
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; i++) {
     float mask = (u[i] * w[i]) >= 0.f ? 1.f : 0.f;
