@@ -127,5 +127,26 @@ TEST(Gemm, ThreadCountDoesNotChangeBits) {
   EXPECT_EQ(c1, c2);
 }
 
+// sgemm_symmetric computes the lower tiles and mirrors: bit-identical to sgemm for the symmetric products Muon uses
+// (X X^T, X^T X, and b S + c S S with S symmetric), at sizes with edge tiles.
+TEST(Gemm, SymmetricEqualsFullProductBitwise) {
+  for (int64_t M : {5, 37, 100, 257}) {
+    const int64_t K = 3 * M + 11;
+    auto X = rand_vec(M * K, 31);
+    std::vector<float> full(M * M), sym(M * M, 7.f);
+    sgemm(false, true, M, M, K, 1.f, X.data(), K, X.data(), K, 0.f, full.data(), M);  // X X^T
+    sgemm_symmetric(false, true, M, K, 1.f, X.data(), K, X.data(), K, 0.f, sym.data(), M);
+    ASSERT_EQ(full, sym) << "X X^T, M=" << M;
+    sgemm(true, false, M, M, K, 1.f, X.data(), M, X.data(), M, 0.f, full.data(), M);  // X^T X, X (K, M)
+    sgemm_symmetric(true, false, M, K, 1.f, X.data(), M, X.data(), M, 0.f, sym.data(), M);
+    ASSERT_EQ(full, sym) << "X^T X, M=" << M;
+    const std::vector<float> S = full;  // symmetric
+    std::vector<float> c_full = S, c_sym = S;
+    sgemm(false, false, M, M, M, 0.7f, S.data(), M, S.data(), M, -1.3f, c_full.data(), M);  // -1.3 S + 0.7 S S
+    sgemm_symmetric(false, false, M, M, 0.7f, S.data(), M, S.data(), M, -1.3f, c_sym.data(), M);
+    ASSERT_EQ(c_full, c_sym) << "S S, M=" << M;
+  }
+}
+
 }  // namespace
 }  // namespace frontier

@@ -78,10 +78,9 @@ void pack_b_panel(const GemmBlocking& bs, bool trans, const float* B, int64_t ld
   }
 }
 
-}  // namespace
-
-void sgemm_with(const GemmBlocking& bs, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+// The driver. lower: only tiles with an element on or below the diagonal are computed (symmetric products).
+void gemm_driver(const GemmBlocking& bs, bool lower, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   FRONTIER_CHECK(M >= 0 && N >= 0 && K >= 0 && ldc >= N);
   FRONTIER_CHECK(lda >= (ta ? M : K) && ldb >= (tb ? K : N));
   if (M == 0 || N == 0) return;
@@ -124,6 +123,7 @@ void sgemm_with(const GemmBlocking& bs, bool ta, bool tb, int64_t M, int64_t N, 
           const int64_t j = jc + q * NR, nr = std::min<int64_t>(NR, N - j);
           for (int64_t ip = 0; ip < mc; ip += MR) {
             const int64_t mr = std::min<int64_t>(MR, mc - ip);
+            if (lower && j >= ic + ip + mr) continue;  // strictly above the diagonal
             float* c = C + (ic + ip) * ldc + j;
             const float* a = Ap + ip * kc;
             const float* b = Bp + q * NR * kc;
@@ -143,6 +143,22 @@ void sgemm_with(const GemmBlocking& bs, bool ta, bool tb, int64_t M, int64_t N, 
       }
     }
   }
+}
+
+}  // namespace
+
+void sgemm_with(const GemmBlocking& bs, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  gemm_driver(bs, false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void sgemm_symmetric(bool ta, bool tb, int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
+                     const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  gemm_driver(gemm_blocking(), true, ta, tb, M, M, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  // Mirror the lower triangle; rows in parallel (each writes only its own row's upper part).
+#pragma omp parallel for schedule(dynamic, 16) if (M >= 128 && !omp_in_parallel())
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = i + 1; j < M; j++) C[i * ldc + j] = C[j * ldc + i];
 }
 
 void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,

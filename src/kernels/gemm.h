@@ -40,6 +40,13 @@ const GemmBlocking& gemm_blocking_ref();
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
+// C (M, M) = alpha * op(A) @ op(B) + beta * C for a product known to be symmetric (X X^T, X^T X, or S S with S
+// symmetric) and a symmetric C: computes the tiles on and below the diagonal (about half the FLOPs), then mirrors
+// the lower triangle. Bit-identical to sgemm for such products: C[i][j] and C[j][i] sum the same products in the
+// same k order. (Muon's Polar Express: A = X X^T and A A.)
+void sgemm_symmetric(bool trans_a, bool trans_b, int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
+                     const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
 // Same, with an explicit blocking (tests run the driver over both microkernels and odd block sizes).
 void sgemm_with(const GemmBlocking& bs, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);

@@ -18,42 +18,57 @@ constexpr double kPolar[5][3] = {
     {2.3465413258596377, -1.7097828382687081, 0.42323551169305323},
 };
 
-void transpose(const float* in, float* out, int64_t r, int64_t c) {
-  for (int64_t i = 0; i < r; i++)
-    for (int64_t j = 0; j < c; j++) out[j * r + i] = in[i * c + j];
+// Sum of squares in double over fixed chunks summed in order (thread-count independent).
+double sum_squares(const float* x, int64_t n) {
+  const int64_t grain = 1 << 14, chunks = (n + grain - 1) / grain;
+  std::vector<double> part(chunks);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; c++) {
+    double acc = 0;
+    for (int64_t k = c * grain; k < std::min(n, (c + 1) * grain); k++) acc += static_cast<double>(x[k]) * x[k];
+    part[c] = acc;
+  }
+  double acc = 0;
+  for (double p : part) acc += p;
+  return acc;
 }
 
 }  // namespace
 
-// Wide form (rows <= cols): A = X X^T (r, r); B = b A + c A A; X = a X + B X. A tall X is transposed first,
-// which equals nanochat's tall-matrix branch (A = X^T X, X = a X + X B).
+// Wide X (rows <= cols): A = X X^T (r, r); B = b A + c A A; X = a X + B X = (B + a I) X. Tall X: A = X^T X,
+// X = X (B + a I) (nanochat's tall branch), with the transposes read by the GEMM's packing, never materialised.
+// A and A A are symmetric, so they are computed as lower triangles and mirrored (kernels/gemm.h sgemm_symmetric):
+// about r r c + r^3 + 2 r r c = 3 r r c + r^3 FLOPs per iteration instead of 4 r r c + 2 r^3.
 void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps) {
-  bool tall = rows > cols;
-  int64_t r = tall ? cols : rows, c = tall ? rows : cols;
-  // Per iteration: A = Y Y^T (2 r r c), A A (2 r^3), B Y (2 r r c); compulsory traffic Y in and out, A and B.
-  ProfScope ps("muon.polar_express", "optim", ns_steps * (4.0 * r * r * c + 2.0 * r * r * r + 2.0 * r * c),
-               4.0 * ns_steps * (3.0 * r * c + 3.0 * r * r), {r, c, r});
-  std::vector<float> Y(X, X + rows * cols);
-  if (tall) transpose(X, Y.data(), rows, cols);
-  double nrm = 0;
-  for (float v : Y) nrm += static_cast<double>(v) * v;
-  float scale = static_cast<float>(1.0 / (std::sqrt(nrm) * 1.02 + 1e-6));
-  for (float& v : Y) v *= scale;
-  std::vector<float> A(r * r), Bm(r * r), BX(r * c);
+  const bool tall = rows > cols;
+  const int64_t r = tall ? cols : rows, c = tall ? rows : cols, n = rows * cols;
+  ProfScope ps("muon.polar_express", "optim", ns_steps * (3.0 * r * r * c + 1.0 * r * r * r),
+               4.0 * ns_steps * (2.0 * r * c + 3.0 * r * r), {r, c, r});
+  static thread_local std::vector<float> Y, Yn, A, Bm;
+  Y.resize(n), Yn.resize(n), A.resize(r * r), Bm.resize(r * r);
+  const float scale = static_cast<float>(1.0 / (std::sqrt(sum_squares(X, n)) * 1.02 + 1e-6));
+  float* y = Y.data();  // (thread_local: the OpenMP workers must not name Y)
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; i++) y[i] = X[i] * scale;
   for (int it = 0; it < ns_steps; it++) {
-    float a = static_cast<float>(kPolar[it][0]), b = static_cast<float>(kPolar[it][1]),
-          cc = static_cast<float>(kPolar[it][2]);
-    sgemm(false, true, r, r, c, 1.f, Y.data(), c, Y.data(), c, 0.f, A.data(), r);  // A = Y Y^T
+    const float a = static_cast<float>(kPolar[it][0]), b = static_cast<float>(kPolar[it][1]),
+                cc = static_cast<float>(kPolar[it][2]);
+    if (tall) {
+      sgemm_symmetric(true, false, r, c, 1.f, Y.data(), r, Y.data(), r, 0.f, A.data(), r);  // A = Y^T Y
+    } else {
+      sgemm_symmetric(false, true, r, c, 1.f, Y.data(), c, Y.data(), c, 0.f, A.data(), r);  // A = Y Y^T
+    }
     Bm = A;
-    sgemm(false, false, r, r, r, cc, A.data(), r, A.data(), r, b, Bm.data(), r);   // B = b A + c A A
-    sgemm(false, false, r, c, r, 1.f, Bm.data(), r, Y.data(), c, 0.f, BX.data(), c);  // B Y
-    for (int64_t i = 0; i < r * c; i++) Y[i] = a * Y[i] + BX[i];
+    sgemm_symmetric(false, false, r, r, cc, A.data(), r, A.data(), r, b, Bm.data(), r);  // B = b A + c A A
+    for (int64_t i = 0; i < r; i++) Bm[i * r + i] += a;
+    if (tall) {
+      sgemm(false, false, rows, r, r, 1.f, Y.data(), r, Bm.data(), r, 0.f, Yn.data(), r);  // Y (B + a I)
+    } else {
+      sgemm(false, false, r, cols, r, 1.f, Bm.data(), r, Y.data(), cols, 0.f, Yn.data(), cols);  // (B + a I) Y
+    }
+    std::swap(Y, Yn);
   }
-  if (tall) {
-    transpose(Y.data(), X, r, c);
-  } else {
-    std::copy(Y.begin(), Y.end(), X);
-  }
+  std::copy(Y.begin(), Y.begin() + n, X);
 }
 
 Optimizer::Optimizer(Gpt& gpt, const OptimConfig& cfg) : gpt_(gpt), cfg_(cfg) {
