@@ -33,6 +33,21 @@ inline float exp_shift_sum(float* y, const float* x, float shift, int64_t n) {
   return sum;
 }
 
+// max of x[0..n) (n >= 1), -inf-safe; the order of comparisons does not change a max.
+inline float max_value(const float* x, int64_t n) {
+  int64_t i = 0;
+  float mx = -INFINITY;
+#ifdef FRONTIER_VMATH_AVX2
+  __m256 m = _mm256_set1_ps(-INFINITY);
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  for (float l : lanes) mx = std::max(mx, l);
+#endif
+  for (; i < n; i++) mx = std::max(mx, x[i]);
+  return mx;
+}
+
 // y[i] = cap * tanh(x[i] / cap)
 inline void softcap(float* y, const float* x, float cap, int64_t n) {
   int64_t i = 0;
