@@ -133,6 +133,11 @@ int main(int argc, char** argv) {
   bn->add_option("--steps", bo.train_steps, "Timed training steps per config")->capture_default_str();
   bn->add_option("--depths", bo.depths, "Model depths for the training benchmark")->capture_default_str();
   bn->add_option("--peak-gflops", bo.peak_gflops, "FMA peak for %peak/MFU (0 = calibration file, else measured)");
+  bool bn_torch = false, bn_no_scaling = false;
+  bn->add_flag("--torch", bn_torch,
+               "Also time the same GPT and optimizer in PyTorch (/usr/bin/python3 + python3-torch; stock, tcmalloc "
+               "and BLIS + tcmalloc preloaded when installed) and print ours / best");
+  bn->add_flag("--no-scaling", bn_no_scaling, "Skip the 1-thread runs (thread speedup)");
 
   auto* pf = app.add_subcommand("profile",
                                  "Run a few training steps of a config and report per-op time, FLOPs, bytes, GFLOP/s, "
@@ -366,6 +371,8 @@ int main(int argc, char** argv) {
   if (bn->parsed()) {
     bo.kernels = bn_only != "train";
     bo.train = bn_only != "kernels";
+    bo.scaling = !bn_no_scaling;
+    if (bn_torch) bo.torch_script = std::string(FRONTIER_SOURCE_DIR) + "/bench/torch_speed.py";
     BenchReport rep;
     Status s = run_bench(bo, &rep);
     if (!s.ok()) return fail(s);

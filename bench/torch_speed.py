@@ -2,11 +2,13 @@
 
     /usr/bin/python3 bench/torch_speed.py --depth 2 --seq-len 128 --batch 8 --threads 2 --steps 10
 
-Uses tests/torch/gpt_ref.py's forward (the model the parity tests check), random weights and tokens, and
-torch.optim.AdamW on every tensor (Muon's cost is small next to forward+backward at these sizes). Reports the
-median step time after 2 warm-up steps.
+Uses tests/torch/gpt_ref.py's forward and Muon step (the model and optimizer the parity tests check): Muon on the
+block matrices, torch.optim.AdamW on embeddings, lm_head and scalars, as `frontier train` does (--optim adamw puts
+every tensor on AdamW). Random weights and tokens. Reports the median step time after 2 warm-up steps; --json
+prints one JSON object instead. `frontier bench --torch` runs it (stock, and with BLIS + tcmalloc preloaded).
 """
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -28,6 +30,8 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--optim", choices=["muon", "adamw"], default="muon")
+    ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     C = (a.depth * a.aspect + a.head_dim - 1) // a.head_dim * a.head_dim
@@ -46,7 +50,9 @@ def main():
             P[f"value_embeds.{i}"] = torch.randn(V, C, generator=g) * C**-0.5
     for t in P.values():
         t.requires_grad_(True)
-    opt = torch.optim.AdamW(list(P.values()), lr=1e-3)
+    matrices = [n for n in P if n.startswith("h.")] if a.optim == "muon" else []
+    muon = [(P[n], torch.zeros_like(P[n])) for n in matrices]
+    opt = torch.optim.AdamW([t for n, t in P.items() if n not in matrices], lr=1e-3)
     idx = torch.randint(0, V, (B, T), generator=g)
     tgt = torch.randint(0, V, (B, T), generator=g)
     freqs = torch.outer(torch.arange(T, dtype=torch.float32),
@@ -59,9 +65,15 @@ def main():
         loss, _ = gpt_ref.forward(spec, P, idx, tgt, cos, sin)
         loss.backward()
         opt.step()
+        for p, buf in muon:
+            gpt_ref.muon_step(p, buf, 0.02, 0.95, 0.2, 5)
         if s >= 2:
             times.append(time.perf_counter() - t0)
     dt = statistics.median(times)
+    if a.json:
+        print(json.dumps({"torch": torch.__version__, "depth": L, "dim": C, "seq_len": T, "batch": B,
+                          "threads": a.threads, "optim": a.optim, "step_seconds": dt, "tokens_per_sec": B * T / dt}))
+        return
     print(f"torch {torch.__version__}: depth {L} dim {C} seq {T} batch {B} threads {a.threads}: "
           f"{B * T / dt:.0f} tokens/s (median step {dt * 1000:.1f} ms over {a.steps} steps)")
 

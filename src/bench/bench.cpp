@@ -1,6 +1,7 @@
 #include "bench/bench.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 #include <omp.h>
 
 #include <chrono>
@@ -19,6 +20,9 @@
 namespace frontier {
 
 namespace {
+
+const std::string kTcmalloc = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";   // libtcmalloc-minimal4
+const std::string kBlis = "/usr/lib/x86_64-linux-gnu/blis-pthread/libblas.so.3";      // libblis4-pthread
 
 using Clock = std::chrono::steady_clock;
 
@@ -55,6 +59,54 @@ double best_seconds(int repeats, F fn) {
   }
   return best;
 }
+
+// Best of `repeats` for two functions timed alternately, so that drift in the machine's speed (these VMs are noisy)
+// hits both alike.
+template <typename F, typename G>
+std::pair<double, double> best_pair(int repeats, F f, G g) {
+  f(), g();
+  double bf = 1e30, bg = 1e30;
+  for (int r = 0; r < repeats; r++) {
+    auto t0 = Clock::now();
+    f();
+    auto t1 = Clock::now();
+    g();
+    auto t2 = Clock::now();
+    bf = std::min(bf, std::chrono::duration<double>(t1 - t0).count());
+    bg = std::min(bg, std::chrono::duration<double>(t2 - t1).count());
+  }
+  return {bf, bg};
+}
+
+// Runs fn with `threads` OpenMP threads, then restores the previous count.
+template <typename F>
+auto with_threads(int threads, F fn) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  auto r = fn();
+  omp_set_num_threads(saved);
+  return r;
+}
+
+// One run of bench/torch_speed.py (the same GPT and optimizer in PyTorch) with env prepended; its JSON line, or
+// null if it failed.
+nlohmann::json run_torch(const std::string& script, const std::string& env, int depth, int64_t T, int B, int threads,
+                         int steps) {
+  const std::string cmd = env + " /usr/bin/python3 " + script + " --json --depth " + std::to_string(depth) +
+                          " --seq-len " + std::to_string(T) + " --batch " + std::to_string(B) + " --threads " +
+                          std::to_string(threads) + " --steps " + std::to_string(steps) + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return nullptr;
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  if (pclose(p) != 0) return nullptr;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+bool file_exists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
 
 std::vector<float> rand_vec(size_t n, uint32_t seed) {
   std::mt19937 g(seed);
@@ -97,16 +149,21 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
       auto A = rand_vec(s.M * s.K, 1), B = rand_vec(s.K * s.N, 2);
       std::vector<float> C(s.M * s.N);
       const double flops = 2.0 * s.M * s.N * s.K;
-      double t = best_seconds(o.gemm_repeats, [&] {
-        sgemm(s.ta, s.tb, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), s.N);
-      });
-      nlohmann::json row = {{"op", s.what}, {"M", s.M}, {"N", s.N}, {"K", s.K}, {"gflops", flops / t / 1e9},
-                            {"pct_peak", 100.0 * flops / t / 1e9 / peak}};
-      if (blas.sgemm) {
-        double tb = best_seconds(o.gemm_repeats, [&] {
+      auto ours = [&] { sgemm(s.ta, s.tb, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), s.N); };
+      auto theirs = [&] {
+        if (blas.sgemm)
           blas.sgemm(101, s.ta ? 112 : 111, s.tb ? 112 : 111, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb, 0.f,
                      C.data(), s.N);  // CblasRowMajor, CblasNoTrans / CblasTrans
-        });
+      };
+      auto [t, tb] = best_pair(o.gemm_repeats, ours, theirs);
+      nlohmann::json row = {{"op", s.what}, {"M", s.M}, {"N", s.N}, {"K", s.K}, {"gflops", flops / t / 1e9},
+                            {"pct_peak", 100.0 * flops / t / 1e9 / peak}};
+      if (o.scaling && threads > 1) {
+        const double t1 = with_threads(1, [&] { return best_seconds(o.gemm_repeats, ours); });
+        row["gflops_1t"] = flops / t1 / 1e9;
+        row["thread_speedup"] = t1 / t;
+      }
+      if (blas.sgemm) {
         row["openblas_gflops"] = flops / tb / 1e9;
         row["ratio_vs_openblas"] = tb / t;
       }
@@ -134,7 +191,13 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
   }
 
   if (o.train) {
-    for (int depth : o.depths) {
+    const std::vector<std::pair<std::string, std::string>> torch_variants = {
+        {"stock", ""},
+        {"tcmalloc", "LD_PRELOAD=" + kTcmalloc},
+        {"blis+tcmalloc", "LD_PRELOAD='" + kBlis + " " + kTcmalloc + "' BLIS_NUM_THREADS=" + std::to_string(threads)},
+    };
+    for (size_t ci = 0; ci < o.depths.size(); ci++) {
+      const int depth = o.depths[ci];
       Config cfg = train_schema().defaults();
       cfg.set("model.depth", static_cast<int64_t>(depth));
       const int64_t T = depth <= 4 ? 256 : 512;
@@ -149,21 +212,55 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
       std::vector<int32_t> x(B * T), y(B * T);
       for (auto& id : x) id = static_cast<int32_t>(g() % shape.vocab_size);
       for (auto& id : y) id = static_cast<int32_t>(g() % shape.vocab_size);
-      auto step = [&] {
-        gpt.zero_grad();
-        Tape tape;
-        Var loss = gpt.forward(tape, x.data(), y.data(), B, static_cast<int>(T));
-        tape.backward(loss);
-        opt.step(1.f, 0.9f, 0.f);
+      // Mean seconds of forward+backward and of the optimizer over the timed steps, after one warm-up step.
+      auto run = [&] {
+        double fb = 0, op = 0;
+        for (int i = 0; i <= o.train_steps; i++) {
+          auto t0 = Clock::now();
+          gpt.zero_grad();
+          Tape tape;
+          Var loss = gpt.forward(tape, x.data(), y.data(), B, static_cast<int>(T));
+          tape.backward(loss);
+          auto t1 = Clock::now();
+          opt.step(1.f, 0.9f, 0.f);
+          auto t2 = Clock::now();
+          if (i == 0) continue;
+          fb += std::chrono::duration<double>(t1 - t0).count();
+          op += std::chrono::duration<double>(t2 - t1).count();
+        }
+        return std::make_pair(fb / o.train_steps, op / o.train_steps);
       };
-      step();
-      auto t0 = Clock::now();
-      for (int i = 0; i < o.train_steps; i++) step();
-      double secs = std::chrono::duration<double>(Clock::now() - t0).count() / o.train_steps;
-      double tps = B * T / secs;
-      J["train"].push_back({{"depth", depth}, {"dim", shape.dim}, {"seq_len", T}, {"batch", B},
-                            {"params_M", gpt.n_params() / 1e6}, {"step_seconds", secs}, {"tokens_per_sec", tps},
-                            {"mfu_pct", 100.0 * tps * gpt.flops_per_token() / (peak * 1e9)}});
+      auto [fb, op] = run();
+      const double secs = fb + op, tps = B * T / secs, fpt = gpt.flops_per_token();
+      nlohmann::json row = {{"depth", depth}, {"dim", shape.dim}, {"seq_len", T}, {"batch", B},
+                            {"params_M", gpt.n_params() / 1e6}, {"step_seconds", secs},
+                            {"optimizer_seconds", op}, {"tokens_per_sec", tps},
+                            {"mfu_pct", 100.0 * tps * fpt / (peak * 1e9)},
+                            {"fwd_bwd_mfu_pct", 100.0 * B * T * fpt / fb / (peak * 1e9)}};
+      if (o.scaling && ci == 0 && threads > 1) {  // 1 thread vs all, on the first (smallest) config
+        auto [fb1, op1] = with_threads(1, run);
+        row["tokens_per_sec_1t"] = B * T / (fb1 + op1);
+        row["thread_speedup"] = (fb1 + op1) / secs;
+      }
+      if (!o.torch_script.empty()) {
+        double best = 0;
+        for (const auto& [name, env] : torch_variants) {
+          if (name != "stock" && !file_exists(kTcmalloc)) continue;
+          if (name == "blis+tcmalloc" && !file_exists(kBlis)) continue;
+          nlohmann::json r = run_torch(o.torch_script, env, depth, T, B, threads, o.train_steps);
+          if (r.is_null()) {
+            std::fprintf(stderr, "bench: torch (%s) failed at depth %d\n", name.c_str(), depth);
+            continue;
+          }
+          row["torch"][name] = r["tokens_per_sec"];
+          if (r["tokens_per_sec"].get<double>() > best) {
+            best = r["tokens_per_sec"].get<double>();
+            row["torch_best"] = name;
+          }
+        }
+        if (best > 0) row["ratio_vs_torch_best"] = tps / best;
+      }
+      J["train"].push_back(row);
       std::fprintf(stderr, "bench: depth %d done (%.0f tok/s)\n", depth, tps);
     }
   }
@@ -180,18 +277,25 @@ std::string BenchReport::table() const {
                 m["gemm_kernel"].get<std::string>().c_str(), m["openblas"].get<std::string>().c_str());
   s += buf;
   if (!json["gemm"].empty()) {
-    s += "\nGEMM                      M      N      K   GFLOP/s  %peak  OpenBLAS  ratio\n";
+    s += "\nGEMM                      M      N      K   GFLOP/s  %peak  OpenBLAS  ratio   1-thread  2t/1t\n";
     for (const auto& r : json["gemm"]) {
       std::snprintf(buf, sizeof(buf), "%-18s %6lld %6lld %6lld  %8.1f  %5.1f", r["op"].get<std::string>().c_str(),
                     r["M"].get<long long>(), r["N"].get<long long>(), r["K"].get<long long>(),
                     r["gflops"].get<double>(), r["pct_peak"].get<double>());
       s += buf;
       if (r.contains("openblas_gflops")) {
-        std::snprintf(buf, sizeof(buf), "  %8.1f  %5.2fx\n", r["openblas_gflops"].get<double>(),
+        std::snprintf(buf, sizeof(buf), "  %8.1f  %5.2fx", r["openblas_gflops"].get<double>(),
                       r["ratio_vs_openblas"].get<double>());
         s += buf;
       } else {
-        s += "         -      -\n";
+        s += "         -      -";
+      }
+      if (r.contains("thread_speedup")) {
+        std::snprintf(buf, sizeof(buf), "  %8.1f  %5.2fx\n", r["gflops_1t"].get<double>(),
+                      r["thread_speedup"].get<double>());
+        s += buf;
+      } else {
+        s += "\n";
       }
     }
   }
@@ -206,12 +310,36 @@ std::string BenchReport::table() const {
     }
   }
   if (!json["train"].empty()) {
-    s += "\ntrain step (fwd+bwd+Muon/AdamW)  depth  dim  seq  batch  params  tokens/s   MFU%\n";
+    s += "\ntrain step (fwd+bwd+Muon/AdamW)  depth  dim  seq  batch  params  tokens/s   MFU%  fwd+bwd MFU%  optim%\n";
     for (const auto& r : json["train"]) {
-      std::snprintf(buf, sizeof(buf), "%-32s %5d %4d %4lld %6d %6.1fM %9.0f %6.1f\n", "", r["depth"].get<int>(),
-                    r["dim"].get<int>(), r["seq_len"].get<long long>(), r["batch"].get<int>(),
-                    r["params_M"].get<double>(), r["tokens_per_sec"].get<double>(), r["mfu_pct"].get<double>());
+      std::snprintf(buf, sizeof(buf), "%-32s %5d %4d %4lld %6d %6.1fM %9.0f %6.1f %13.1f %7.1f\n", "",
+                    r["depth"].get<int>(), r["dim"].get<int>(), r["seq_len"].get<long long>(), r["batch"].get<int>(),
+                    r["params_M"].get<double>(), r["tokens_per_sec"].get<double>(), r["mfu_pct"].get<double>(),
+                    r["fwd_bwd_mfu_pct"].get<double>(),
+                    100.0 * r["optimizer_seconds"].get<double>() / r["step_seconds"].get<double>());
       s += buf;
+    }
+    for (const auto& r : json["train"]) {
+      if (!r.contains("thread_speedup")) continue;
+      std::snprintf(buf, sizeof(buf), "threads: depth %d: %.0f tokens/s on 1 thread, %.0f on %d: %.2fx\n",
+                    r["depth"].get<int>(), r["tokens_per_sec_1t"].get<double>(), r["tokens_per_sec"].get<double>(),
+                    json["machine"]["threads"].get<int>(), r["thread_speedup"].get<double>());
+      s += buf;
+    }
+    bool torch = false;
+    for (const auto& r : json["train"]) torch |= r.contains("torch");
+    if (torch) {
+      s += "\nPyTorch (bench/torch_speed.py: same GPT, Muon + AdamW), tokens/s     ours   stock  tcmalloc  "
+           "blis+tc   ours/best\n";
+      for (const auto& r : json["train"]) {
+        if (!r.contains("torch")) continue;
+        auto get = [&](const char* k) { return r["torch"].contains(k) ? r["torch"][k].get<double>() : 0.0; };
+        std::snprintf(buf, sizeof(buf), "depth %d dim %d seq %lld %36.0f %7.0f %9.0f %8.0f %10.2fx\n",
+                      r["depth"].get<int>(), r["dim"].get<int>(), r["seq_len"].get<long long>(),
+                      r["tokens_per_sec"].get<double>(), get("stock"), get("tcmalloc"), get("blis+tcmalloc"),
+                      r.value("ratio_vs_torch_best", 0.0));
+        s += buf;
+      }
     }
   }
   return s;
