@@ -77,7 +77,7 @@ TEST(Profile, TinyModelStep) {
   for (const auto& r : rep.json["ops"]) ms[r["phase"].get<std::string>() + ":" + r["op"].get<std::string>()] +=
       r["ms_per_step"].get<double>();
   for (const char* k : {"fwd:linear", "bwd:linear.dx", "bwd:linear.dW", "fwd:attention", "bwd:attention",
-                        "fwd:rmsnorm", "bwd:rmsnorm", "fwd:rope", "fwd:relu2", "fwd:softcap_ce", "bwd:softcap_ce",
+                        "fwd:rmsnorm", "bwd:rmsnorm", "fwd:rope_rmsnorm", "bwd:rope_rmsnorm", "fwd:scale_add", "bwd:scale_add", "fwd:relu2", "fwd:softcap_ce", "bwd:softcap_ce",
                         "fwd:embedding", "bwd:embedding", "optim:adamw", "optim:muon.polar_express",
                         "optim:muon.momentum", "optim:muon.update"})
     EXPECT_TRUE(ms.count(k)) << k;

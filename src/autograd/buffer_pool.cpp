@@ -1,5 +1,7 @@
 #include "autograd/buffer_pool.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -28,7 +30,7 @@ size_t round_up(size_t n) { return (n + 15) & ~size_t(15); }
 
 }  // namespace
 
-PooledBuffer::PooledBuffer(size_t n) : n_(n) {
+PooledBuffer::PooledBuffer(size_t n, bool zero) : n_(n) {
   if (n == 0) return;
   const size_t cap = round_up(n);
   {
@@ -45,7 +47,11 @@ PooledBuffer::PooledBuffer(size_t n) : n_(n) {
     p_ = static_cast<float*>(std::aligned_alloc(64, cap * sizeof(float)));
     FRONTIER_CHECK(p_ != nullptr);
   }
-  std::memset(p_, 0, n * sizeof(float));
+  if (!zero) return;
+  // Large gradient buffers (the logits' are 128 MB at the baseline) are cleared by all threads.
+  const size_t chunk = size_t(1) << 18, chunks = (n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (chunks > 4)
+  for (size_t c = 0; c < chunks; c++) std::memset(p_ + c * chunk, 0, std::min(chunk, n - c * chunk) * sizeof(float));
 }
 
 PooledBuffer::~PooledBuffer() {

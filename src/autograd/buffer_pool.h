@@ -2,7 +2,7 @@
 // same order every time; fresh large allocations come from mmap and cost a page fault per 4 KiB on first touch
 // (measured: ~15% of a depth-4 step), so freed buffers are kept here, by size, and handed out again.
 //
-//   PooledBuffer b(n);   // n floats, zero-filled, 64-byte aligned
+//   PooledBuffer b(n);   // n floats, zero-filled, 64-byte aligned (PooledBuffer(n, false): left uninitialised)
 //   float* p = b.data(); // returned to the pool when b dies
 #pragma once
 
@@ -14,7 +14,7 @@ namespace frontier {
 class PooledBuffer {
  public:
   PooledBuffer() = default;
-  explicit PooledBuffer(size_t n);  // zero-filled
+  explicit PooledBuffer(size_t n, bool zero = true);  // zero-filled unless !zero (the caller writes every element)
   ~PooledBuffer();
   PooledBuffer(const PooledBuffer&) = delete;
   PooledBuffer& operator=(const PooledBuffer&) = delete;

@@ -211,24 +211,9 @@ Var scale(Tape& t, Var x, Var s, int64_t i) {
   return out;
 }
 
+// A view: the value and the gradient are x's own buffers (no copy either way), so the view has no backward.
 Var reshape(Tape& t, Var x, std::vector<int64_t> shape) {
-  ProfScope ps("reshape", "fwd", 0, kF * 2 * t.numel(x));
-  Var out = t.make(std::move(shape), t.requires_grad(x));
-  FRONTIER_CHECK(t.numel(out) == t.numel(x));
-  int64_t n = t.numel(x);
-  const float* px = t.value(x);
-  float* o = t.value(out);
-  parallel_range(n, 1 << 14, [&](int64_t a, int64_t b) { std::copy(px + a, px + b, o + a); });
-  if (t.requires_grad(x))
-    t.node(out).backward = [&t, out, x, n]() {
-      ProfScope ps("reshape", "bwd", static_cast<double>(n), kF * 3 * n);
-      const float* g = t.grad(out);
-      float* d = t.grad(x);
-      parallel_range(n, 1 << 14, [&](int64_t a, int64_t b) {
-        for (int64_t k = a; k < b; k++) d[k] += g[k];
-      });
-    };
-  return out;
+  return t.view(x, std::move(shape));
 }
 
 Var slice_last(Tape& t, Var x, int64_t begin, int64_t end) {
@@ -245,6 +230,106 @@ Var slice_last(Tape& t, Var x, int64_t begin, int64_t end) {
       float* d = t.grad(x);
       for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < W; c++) d[r * C + begin + c] += g[r * W + c];
+    };
+  return out;
+}
+
+Var scale_add(Tape& t, Var a, Var sa, int64_t i, Var b, Var sb, int64_t j) {
+  FRONTIER_CHECK(t.shape(a) == t.shape(b));
+  const bool rg = t.requires_grad(a) || t.requires_grad(b) || t.requires_grad(sa) || t.requires_grad(sb);
+  const int64_t n = t.numel(a);
+  ProfScope ps("scale_add", "fwd", 3.0 * n, kF * 3 * n);
+  Var out = t.make(t.shape(a), rg);
+  const float la = t.value(sa)[i], lb = t.value(sb)[j];
+  const float *pa = t.value(a), *pb = t.value(b);
+  float* o = t.value(out);
+  parallel_range(n, 1 << 14, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; k++) o[k] = la * pa[k] + lb * pb[k];
+  });
+  if (rg)
+    t.node(out).backward = [&t, out, a, sa, i, b, sb, j, n]() {
+      ProfScope ps("scale_add", "bwd", 6.0 * n, kF * 7 * n);
+      const float* g = t.grad(out);
+      const float *pa = t.value(a), *pb = t.value(b);
+      const float la = t.value(sa)[i], lb = t.value(sb)[j];
+      // a and b may be the same node (layer 0: x == x0); each element is updated by one thread, in order.
+      float* da = t.requires_grad(a) ? t.grad(a) : nullptr;
+      float* db = t.requires_grad(b) ? t.grad(b) : nullptr;
+      // Scalar gradients: sums over fixed chunks in double, added in order (thread-count independent).
+      const int64_t grain = 4096, chunks = (n + grain - 1) / grain;
+      std::vector<double> pa_sum(chunks), pb_sum(chunks);
+      parallel_range(chunks, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; c++) {
+          double acc_a = 0, acc_b = 0;
+          for (int64_t k = c * grain; k < std::min(n, (c + 1) * grain); k++) {
+            acc_a += static_cast<double>(g[k]) * pa[k];
+            acc_b += static_cast<double>(g[k]) * pb[k];
+            if (da) da[k] += la * g[k];
+            if (db) db[k] += lb * g[k];
+          }
+          pa_sum[c] = acc_a, pb_sum[c] = acc_b;
+        }
+      });
+      double sum_a = 0, sum_b = 0;
+      for (int64_t c = 0; c < chunks; c++) sum_a += pa_sum[c], sum_b += pb_sum[c];
+      if (t.requires_grad(sa)) t.grad(sa)[i] += static_cast<float>(sum_a);
+      if (t.requires_grad(sb)) t.grad(sb)[j] += static_cast<float>(sum_b);
+    };
+  return out;
+}
+
+Var rope_rmsnorm(Tape& t, Var x, const float* cos_t, const float* sin_t, float eps) {
+  const auto& s = t.shape(x);
+  FRONTIER_CHECK(s.size() == 4 && s[3] % 2 == 0 && s[3] <= 1024);
+  const int64_t B = s[0], T = s[1], H = s[2], D = s[3], d = D / 2, rows = B * T * H;
+  ProfScope ps("rope_rmsnorm", "fwd", 6.0 * rows * D, kF * (2 * rows * D + T * D));
+  Var out = t.make(s, t.requires_grad(x));
+  auto rstd = std::make_shared<std::vector<float>>(rows);
+  const float* px = t.value(x);
+  float* o = t.value(out);
+  // Row r = (b, t, h): y = rope(x_r) as ref::rope_forward, then ref::rmsnorm_forward's arithmetic on y.
+  parallel_range(rows, 64, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      const int64_t tt = (r / H) % T;
+      const float *xv = px + r * D, *c = cos_t + tt * d, *sn = sin_t + tt * d;
+      float* ov = o + r * D;
+      for (int64_t k = 0; k < d; k++) {
+        ov[k] = xv[k] * c[k] + xv[k + d] * sn[k];
+        ov[k + d] = -xv[k] * sn[k] + xv[k + d] * c[k];
+      }
+      float ss = 0;
+      for (int64_t k = 0; k < D; k++) ss += ov[k] * ov[k];
+      const float rs = 1.f / std::sqrt(ss / D + eps);
+      (*rstd)[r] = rs;
+      for (int64_t k = 0; k < D; k++) ov[k] *= rs;
+    }
+  });
+  if (t.requires_grad(x))
+    t.node(out).backward = [&t, out, x, rstd, cos_t, sin_t, T, H, D, d, rows]() {
+      ProfScope ps("rope_rmsnorm", "bwd", 12.0 * rows * D, kF * (4 * rows * D + T * D));
+      const float *g = t.grad(out), *px = t.value(x);
+      float* dx = t.grad(x);
+      parallel_range(rows, 64, [&](int64_t r0, int64_t r1) {
+        float y[1024], dy[1024];
+        for (int64_t r = r0; r < r1; r++) {
+          const int64_t tt = (r / H) % T;
+          const float *xv = px + r * D, *gv = g + r * D, *c = cos_t + tt * d, *sn = sin_t + tt * d;
+          for (int64_t k = 0; k < d; k++) {  // recompute y = rope(x)
+            y[k] = xv[k] * c[k] + xv[k + d] * sn[k];
+            y[k + d] = -xv[k] * sn[k] + xv[k + d] * c[k];
+          }
+          const float rs = (*rstd)[r];
+          float dot = 0;  // ref::rmsnorm_backward on y
+          for (int64_t k = 0; k < D; k++) dot += gv[k] * y[k] * rs;
+          dot /= D;
+          for (int64_t k = 0; k < D; k++) dy[k] = rs * (gv[k] - y[k] * rs * dot);
+          float* dv = dx + r * D;  // ref::rope_backward: dx += R^T dy
+          for (int64_t k = 0; k < d; k++) {
+            dv[k] += dy[k] * c[k] - dy[k + d] * sn[k];
+            dv[k + d] += dy[k] * sn[k] + dy[k + d] * c[k];
+          }
+        }
+      });
     };
   return out;
 }

@@ -19,7 +19,7 @@ Var Tape::param(float* value, float* grad, std::vector<int64_t> shape) {
 Var Tape::constant(const float* value, std::vector<int64_t> shape) {
   auto n = std::make_unique<Node>();
   n->shape = std::move(shape);
-  n->own_value = PooledBuffer(n->numel());
+  n->own_value = PooledBuffer(n->numel(), /*zero=*/false);
   std::copy(value, value + n->numel(), n->own_value.data());
   n->value = n->own_value.data();
   nodes_.push_back(std::move(n));
@@ -29,9 +29,20 @@ Var Tape::constant(const float* value, std::vector<int64_t> shape) {
 Var Tape::make(std::vector<int64_t> shape, bool requires_grad) {
   auto n = std::make_unique<Node>();
   n->shape = std::move(shape);
-  n->own_value = PooledBuffer(n->numel());
+  n->own_value = PooledBuffer(n->numel(), /*zero=*/false);
   n->value = n->own_value.data();
   n->requires_grad = requires_grad;
+  nodes_.push_back(std::move(n));
+  return {static_cast<int>(nodes_.size() - 1)};
+}
+
+Var Tape::view(Var x, std::vector<int64_t> shape) {
+  auto n = std::make_unique<Node>();
+  n->shape = std::move(shape);
+  FRONTIER_CHECK(n->numel() == numel(x));
+  n->value = value(x);
+  n->requires_grad = requires_grad(x);
+  if (n->requires_grad) n->grad = grad(x);  // gradients into the view land in x's buffer
   nodes_.push_back(std::move(n));
   return {static_cast<int>(nodes_.size() - 1)};
 }

@@ -43,7 +43,9 @@ class Tape {
  public:
   Var param(float* value, float* grad, std::vector<int64_t> shape);  // external storage, gradient accumulates
   Var constant(const float* value, std::vector<int64_t> shape);       // no gradient
-  Var make(std::vector<int64_t> shape, bool requires_grad);           // new intermediate, zero-filled
+  Var make(std::vector<int64_t> shape, bool requires_grad);           // new intermediate, uninitialised: the op
+                                                                      // writes every element
+  Var view(Var x, std::vector<int64_t> shape);  // same numel; shares x's value and gradient (allocated now)
   Node& node(Var v) { return *nodes_[v.id]; }
   float* value(Var v) { return nodes_[v.id]->value; }
   float* grad(Var v);  // allocates (zeroed) on first use
@@ -66,8 +68,12 @@ Var rope(Tape& t, Var x, const float* cos_t, const float* sin_t);            // 
 Var relu2(Tape& t, Var x);
 Var add(Tape& t, Var a, Var b);                                              // same shape
 Var scale(Tape& t, Var x, Var s, int64_t i);                                 // s[i] * x, s a vector param
-Var reshape(Tape& t, Var x, std::vector<int64_t> shape);                     // a view with its own grad
+Var reshape(Tape& t, Var x, std::vector<int64_t> shape);                     // a view (no copy)
 Var slice_last(Tape& t, Var x, int64_t begin, int64_t end);                  // x[..., begin:end]
+// Fused (one pass each way instead of three / two): out = sa[i] * a + sb[j] * b (residual/lambda mixing), and
+// rmsnorm(rope(x)) over each head vector of x (B, T, H, D) (QK-norm). Same arithmetic as the composed ops.
+Var scale_add(Tape& t, Var a, Var sa, int64_t i, Var b, Var sb, int64_t j);
+Var rope_rmsnorm(Tape& t, Var x, const float* cos_t, const float* sin_t, float eps);
 // v + 2*sigmoid(g) (broadcast over D) * ve: v, ve (B, T, Hkv, D); g (B, T, Hkv)
 Var gated_add(Tape& t, Var v, Var g, Var ve);
 Var causal_attention(Tape& t, Var q, Var k, Var v);                          // (B,T,H,D), (B,T,Hkv,D) x2

@@ -13,7 +13,10 @@ namespace frontier {
 
 namespace {
 
-constexpr int64_t kBlock = 64;  // query rows per tile (32, 48, 128 and 256 measured slower here)  // query rows per tile
+#ifndef ATT_BLOCK
+#define ATT_BLOCK 64
+#endif
+constexpr int64_t kBlock = ATT_BLOCK;  // query rows per tile (32, 48, 128 and 256 measured slower here)  // query rows per tile
 
 // P (bq, nk) <- softmax over s <= t of S (already scaled), t = i0 + r; entries above the diagonal become 0.
 // Writes lse[r] = max + log(sum) when lse is given, else uses the given lse (backward recompute).

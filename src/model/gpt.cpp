@@ -127,7 +127,7 @@ Var Gpt::forward(Tape& t, const int32_t* idx, const int32_t* targets, int B, int
   Var x0 = x;
   for (int i = 0; i < s_.depth; i++) {
     std::string p = "h." + std::to_string(i) + ".";
-    x = add(t, scale(t, x, resid, i), scale(t, x0, x0l, i));
+    x = scale_add(t, x, resid, i, x0, x0l, i);  // resid_lambdas[i] * x + x0_lambdas[i] * x0
     Var h = rmsnorm(t, x, kNormEps);
     Var q = reshape(t, linear(t, h, P(p + "attn.c_q")), {B, T, H, D});
     Var k = reshape(t, linear(t, h, P(p + "attn.c_k")), {B, T, Hkv, D});
@@ -137,8 +137,8 @@ Var Gpt::forward(Tape& t, const int32_t* idx, const int32_t* targets, int B, int
       Var gate = linear(t, slice_last(t, h, 0, kGateChannels), P(p + "attn.ve_gate"));  // (N, Hkv)
       v = gated_add(t, v, gate, ve);
     }
-    q = rmsnorm(t, rope(t, q, cos_.data(), sin_.data()), kNormEps);
-    k = rmsnorm(t, rope(t, k, cos_.data(), sin_.data()), kNormEps);
+    q = rope_rmsnorm(t, q, cos_.data(), sin_.data(), kNormEps);  // QK-norm after rotary, fused
+    k = rope_rmsnorm(t, k, cos_.data(), sin_.data(), kNormEps);
     Var y = reshape(t, causal_attention(t, q, k, v), {N, H * D});
     x = add(t, x, linear(t, y, P(p + "attn.c_proj")));
     Var m = linear(t, relu2(t, linear(t, rmsnorm(t, x, kNormEps), P(p + "mlp.c_fc"))), P(p + "mlp.c_proj"));
