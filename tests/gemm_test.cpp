@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -146,6 +147,25 @@ TEST(Gemm, SymmetricEqualsFullProductBitwise) {
     sgemm_symmetric(false, false, M, M, 0.7f, S.data(), M, S.data(), M, -1.3f, c_sym.data(), M);
     ASSERT_EQ(c_full, c_sym) << "S S, M=" << M;
   }
+}
+
+// A B packed once (sgemm_pack_b over (Kp, Np)) and used through a prefix (K <= Kp rows, N <= Np columns) gives
+// the same bits as sgemm on that prefix: the same K blocking and per-element order. Both layouts of A and of B.
+TEST(Gemm, PrepackedBPrefixEqualsSgemm) {
+  const int64_t Kp = 700, Np = 77;  // Kp > KC: two depth blocks; Np: a partial last panel
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{13, 77, 700}, {100, 40, 333}, {7, 16, 1}}) {
+        const int64_t ldb = tb ? Kp : Np, lda = ta ? M : K;
+        auto A = rand_vec(M * K, 41), Bfull = rand_vec((tb ? Np : Kp) * ldb, 42);
+        float* Bp = static_cast<float*>(std::aligned_alloc(64, sgemm_packed_b_floats(Kp, Np) * sizeof(float)));
+        sgemm_pack_b(tb, Kp, Np, Bfull.data(), ldb, Bp);
+        std::vector<float> want(M * N, 1.f), got(M * N, 1.f);
+        sgemm(ta, tb, M, N, K, 0.5f, A.data(), lda, Bfull.data(), ldb, 2.f, want.data(), N);
+        sgemm_prepacked_b(ta, M, N, K, 0.5f, A.data(), lda, Bp, Kp, 2.f, got.data(), N);
+        std::free(Bp);
+        EXPECT_EQ(want, got) << "ta=" << ta << " tb=" << tb << " M=" << M << " N=" << N << " K=" << K;
+      }
 }
 
 }  // namespace

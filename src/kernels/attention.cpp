@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -13,10 +14,20 @@ namespace frontier {
 
 namespace {
 
-#ifndef ATT_BLOCK
-#define ATT_BLOCK 64
-#endif
-constexpr int64_t kBlock = ATT_BLOCK;  // query rows per tile (32, 48, 128 and 256 measured slower here)  // query rows per tile
+// 64-byte aligned floats for packed B panels (the microkernel loads them aligned).
+struct AlignedFloats {
+  float* p;
+  explicit AlignedFloats(int64_t n)
+      : p(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((n + 15) / 16 * 16) * sizeof(float)))) {
+    FRONTIER_CHECK(p != nullptr);
+  }
+  ~AlignedFloats() { std::free(p); }
+  AlignedFloats(const AlignedFloats&) = delete;
+  AlignedFloats& operator=(const AlignedFloats&) = delete;
+  float* data() { return p; }
+};
+
+constexpr int64_t kBlock = 64;  // query rows per tile (32, 48, 96, 128 and 256 measured no faster here)
 
 // P (bq, nk) <- softmax over s <= t of S (already scaled), t = i0 + r; entries above the diagonal become 0.
 // Writes lse[r] = max + log(sum) when lse is given, else uses the given lse (backward recompute).
@@ -41,22 +52,28 @@ void causal_softmax_rows(float* P, int64_t bq, int64_t nk, int64_t i0, float* ls
 void flash_attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, int64_t B,
                              int64_t T, int64_t H, int64_t Hkv, int64_t D) {
   FRONTIER_CHECK(H % Hkv == 0);
-  const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock, tasks = B * H * nblk;
+  const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel
   {
     std::vector<float> S(kBlock * T);
+    AlignedFloats Kt(sgemm_packed_b_floats(D, T)), Vp(sgemm_packed_b_floats(T, D));
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < tasks; task++) {
-      // Largest blocks first (the last query block attends to every key).
-      const int64_t blk = nblk - 1 - task % nblk, bh = task / nblk, b = bh / H, h = bh % H, hk = h / g;
-      const int64_t i0 = blk * kBlock, i1 = std::min(T, i0 + kBlock), bq = i1 - i0, nk = i1;
-      const float* Q = q + ((b * T + i0) * H + h) * D;  // rows stride H*D
-      const float* K = k + (b * T * Hkv + hk) * D;      // rows stride Hkv*D
+    for (int64_t bh = 0; bh < B * H; bh++) {  // a task: one (batch, head), all its query blocks
+      const int64_t b = bh / H, h = bh % H, hk = h / g;
+      const float* K = k + (b * T * Hkv + hk) * D;  // rows stride Hkv*D
       const float* V = v + (b * T * Hkv + hk) * D;
-      sgemm(false, true, bq, nk, D, scale, Q, H * D, K, Hkv * D, 0.f, S.data(), nk);
-      causal_softmax_rows(S.data(), bq, nk, i0, lse + (b * H + h) * T + i0, nullptr);
-      sgemm(false, false, bq, D, nk, 1.f, S.data(), nk, V, Hkv * D, 0.f, out + ((b * T + i0) * H + h) * D, H * D);
+      // K^T and V packed once for every query block (a block's keys [0, i1) are a prefix of panels / rows).
+      sgemm_pack_b(true, D, T, K, Hkv * D, Kt.data());
+      sgemm_pack_b(false, T, D, V, Hkv * D, Vp.data());
+      for (int64_t blk = 0; blk < nblk; blk++) {
+        const int64_t i0 = blk * kBlock, i1 = std::min(T, i0 + kBlock), bq = i1 - i0, nk = i1;
+        const float* Q = q + ((b * T + i0) * H + h) * D;  // rows stride H*D
+        sgemm_prepacked_b(false, bq, nk, D, scale, Q, H * D, Kt.data(), D, 0.f, S.data(), nk);
+        causal_softmax_rows(S.data(), bq, nk, i0, lse + (b * H + h) * T + i0, nullptr);
+        sgemm_prepacked_b(false, bq, D, nk, 1.f, S.data(), nk, Vp.data(), T, 0.f, out + ((b * T + i0) * H + h) * D,
+                          H * D);
+      }
     }
   }
 }
@@ -70,6 +87,7 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
 #pragma omp parallel
   {
     std::vector<float> P(kBlock * T), dP(kBlock * T);
+    AlignedFloats Kt(sgemm_packed_b_floats(D, T)), Vt(sgemm_packed_b_floats(D, T)), Kp(sgemm_packed_b_floats(T, D));
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < B * Hkv; task++) {  // a task owns dk, dv of one (b, kv head)
       const int64_t b = task / Hkv, hk = task % Hkv;
@@ -77,16 +95,19 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
       const float* V = v + (b * T * Hkv + hk) * D;
       float* dK = dk + (b * T * Hkv + hk) * D;
       float* dV = dv + (b * T * Hkv + hk) * D;
+      sgemm_pack_b(true, D, T, K, Hkv * D, Kt.data());   // S = Q K^T
+      sgemm_pack_b(true, D, T, V, Hkv * D, Vt.data());   // dP = dO V^T
+      sgemm_pack_b(false, T, D, K, Hkv * D, Kp.data());  // dQ = dS K
       for (int64_t h = hk * g; h < (hk + 1) * g; h++)
         for (int64_t blk = 0; blk < nblk; blk++) {
           const int64_t i0 = blk * kBlock, i1 = std::min(T, i0 + kBlock), bq = i1 - i0, nk = i1;
           const int64_t row0 = ((b * T + i0) * H + h) * D;  // rows stride H*D
           const float *Q = q + row0, *dO = dout + row0, *O = out + row0;
           float* dQ = dq + row0;
-          sgemm(false, true, bq, nk, D, scale, Q, H * D, K, Hkv * D, 0.f, P.data(), nk);
+          sgemm_prepacked_b(false, bq, nk, D, scale, Q, H * D, Kt.data(), D, 0.f, P.data(), nk);
           causal_softmax_rows(P.data(), bq, nk, i0, nullptr, lse + (b * H + h) * T + i0);
           sgemm(true, false, nk, D, bq, 1.f, P.data(), nk, dO, H * D, 1.f, dV, Hkv * D);  // dV += P^T dO
-          sgemm(false, true, bq, nk, D, 1.f, dO, H * D, V, Hkv * D, 0.f, dP.data(), nk);  // dP = dO V^T
+          sgemm_prepacked_b(false, bq, nk, D, 1.f, dO, H * D, Vt.data(), D, 0.f, dP.data(), nk);  // dP = dO V^T
           for (int64_t r = 0; r < bq; r++) {  // softmax backward: dS = P * (dP - rowsum(dO * O)) * scale
             float acc = 0;
             for (int64_t d = 0; d < D; d++) acc += dO[r * H * D + d] * O[r * H * D + d];
@@ -94,8 +115,8 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
             const float* dpr = dP.data() + r * nk;
             for (int64_t s = 0; s < nk; s++) pr[s] = pr[s] * (dpr[s] - acc) * scale;
           }
-          sgemm(false, false, bq, D, nk, 1.f, P.data(), nk, K, Hkv * D, 1.f, dQ, H * D);  // dQ += dS K
-          sgemm(true, false, nk, D, bq, 1.f, P.data(), nk, Q, H * D, 1.f, dK, Hkv * D);   // dK += dS^T Q
+          sgemm_prepacked_b(false, bq, D, nk, 1.f, P.data(), nk, Kp.data(), T, 1.f, dQ, H * D);  // dQ += dS K
+          sgemm(true, false, nk, D, bq, 1.f, P.data(), nk, Q, H * D, 1.f, dK, Hkv * D);         // dK += dS^T Q
         }
     }
   }

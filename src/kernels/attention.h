@@ -7,7 +7,9 @@
 //
 // A block of kBlock query rows [i0, i1) attends to keys [0, i1): S = scale Q K^T (kBlock x i1) in a per-thread
 // scratch, masked softmax, O = P V; so FLOPs are about half of the full T x T product, all on the GEMM microkernel.
-// Work splits over (batch, head, block) forward and (batch, kv head) backward, so every output element is written
+// K^T, V (and V^T, K in backward) are packed once per task into the GEMM's B layout and reused by every query
+// block (sgemm_prepacked_b): re-packing them per block cost about a third of the time. Work splits over
+// (batch, head) forward and (batch, kv head) backward, so every output element is written
 // by one task in a fixed order: results do not depend on the thread count. Matches ref::attention_* (ops/attention.h).
 #pragma once
 

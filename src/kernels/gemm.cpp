@@ -78,6 +78,38 @@ void pack_b_panel(const GemmBlocking& bs, bool trans, const float* B, int64_t ld
   }
 }
 
+// The macro-kernel (BLIS's loops 2 and 1): C rows [ic, ic+mc) x the columns of B panels [q0, q1) (panel q covers
+// columns jc + q*NR, at Bp + q*panel_stride) from packed A (mc, kc). Edge tiles go through a zero-padded tile.
+// lower: tiles strictly above the diagonal are skipped.
+void macro_kernel(const GemmBlocking& bs, bool lower, int64_t kc, const float* Ap, int64_t mc, int64_t ic,
+                  const float* Bp, int64_t panel_stride, int64_t q0, int64_t q1, int64_t jc, int64_t N, float alpha,
+                  float beta_k, float* C, int64_t ldc) {
+  const int MR = bs.MR, NR = bs.NR;
+  alignas(64) float tile[16 * 32];
+  FRONTIER_CHECK(MR * NR <= 16 * 32);
+  for (int64_t q = q0; q < q1; q++) {
+    const int64_t j = jc + q * NR, nr = std::min<int64_t>(NR, N - j);
+    for (int64_t ip = 0; ip < mc; ip += MR) {
+      const int64_t mr = std::min<int64_t>(MR, mc - ip);
+      if (lower && j >= ic + ip + mr) continue;  // strictly above the diagonal
+      float* c = C + (ic + ip) * ldc + j;
+      const float* a = Ap + ip * kc;
+      const float* b = Bp + q * panel_stride;
+      if (mr == MR && nr == NR) {
+        bs.ukernel(kc, a, b, c, ldc, alpha, beta_k);
+      } else {  // edge tile: compute the full tile into scratch, then combine the valid part
+        bs.ukernel(kc, a, b, tile, NR, 1.f, 0.f);
+        for (int64_t i = 0; i < mr; i++)
+          for (int64_t jj = 0; jj < nr; jj++) {
+            float* cij = c + i * ldc + jj;
+            float acc = tile[i * NR + jj];
+            *cij = beta_k == 0.f ? alpha * acc : std::fma(alpha, acc, beta_k * *cij);
+          }
+      }
+    }
+  }
+}
+
 // The driver. lower: only tiles with an element on or below the diagonal are computed (symmetric products).
 void gemm_driver(const GemmBlocking& bs, bool lower, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
@@ -92,6 +124,7 @@ void gemm_driver(const GemmBlocking& bs, bool lower, bool ta, bool tb, int64_t M
   const int MR = bs.MR, NR = bs.NR;
   const int64_t KC = bs.KC, MC = bs.MC, NC = bs.NC;
   static thread_local AlignedBuf bbuf;
+  (void)MR;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const int64_t n_ic = (M + MC - 1) / MC;
   for (int64_t jc = 0; jc < N; jc += NC) {
@@ -117,29 +150,7 @@ void gemm_driver(const GemmBlocking& bs, bool lower, bool ta, bool tb, int64_t M
         if (q0 >= q1) continue;
         float* Ap = abuf.get(static_cast<size_t>((mc + MR - 1) / MR) * MR * kc);
         pack_a(bs, ta, A, lda, ic, mc, pc, kc, Ap);
-        alignas(64) float tile[16 * 32];
-        FRONTIER_CHECK(MR * NR <= 16 * 32);
-        for (int64_t q = q0; q < q1; q++) {
-          const int64_t j = jc + q * NR, nr = std::min<int64_t>(NR, N - j);
-          for (int64_t ip = 0; ip < mc; ip += MR) {
-            const int64_t mr = std::min<int64_t>(MR, mc - ip);
-            if (lower && j >= ic + ip + mr) continue;  // strictly above the diagonal
-            float* c = C + (ic + ip) * ldc + j;
-            const float* a = Ap + ip * kc;
-            const float* b = Bp + q * NR * kc;
-            if (mr == MR && nr == NR) {
-              bs.ukernel(kc, a, b, c, ldc, alpha, beta_k);
-            } else {  // edge tile: compute the full tile into scratch, then combine the valid part
-              bs.ukernel(kc, a, b, tile, NR, 1.f, 0.f);
-              for (int64_t i = 0; i < mr; i++)
-                for (int64_t jj = 0; jj < nr; jj++) {
-                  float* cij = c + i * ldc + jj;
-                  float acc = tile[i * NR + jj];
-                  *cij = beta_k == 0.f ? alpha * acc : std::fma(alpha, acc, beta_k * *cij);
-                }
-            }
-          }
-        }
+        macro_kernel(bs, lower, kc, Ap, mc, ic, Bp, NR * kc, q0, q1, jc, N, alpha, beta_k, C, ldc);
       }
     }
   }
@@ -159,6 +170,42 @@ void sgemm_symmetric(bool ta, bool tb, int64_t M, int64_t K, float alpha, const 
 #pragma omp parallel for schedule(dynamic, 16) if (M >= 128 && !omp_in_parallel())
   for (int64_t i = 0; i < M; i++)
     for (int64_t j = i + 1; j < M; j++) C[i * ldc + j] = C[j * ldc + i];
+}
+
+int64_t sgemm_packed_b_floats(int64_t K, int64_t N) {
+  const int NR = gemm_blocking().NR;
+  return (N + NR - 1) / NR * NR * K;
+}
+
+void sgemm_pack_b(bool tb, int64_t K, int64_t N, const float* B, int64_t ldb, float* Bp) {
+  const GemmBlocking& bs = gemm_blocking();
+  for (int64_t q = 0; q * bs.NR < N; q++)
+    pack_b_panel(bs, tb, B, ldb, q * bs.NR, std::min<int64_t>(bs.NR, N - q * bs.NR), 0, K, Bp + q * bs.NR * K);
+}
+
+void sgemm_prepacked_b(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                       const float* Bp, int64_t Kp, float beta, float* C, int64_t ldc) {
+  FRONTIER_CHECK(M >= 0 && N >= 0 && K >= 0 && K <= Kp && ldc >= N && lda >= (ta ? M : K));
+  const GemmBlocking& bs = gemm_blocking();
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
+    return;
+  }
+  static thread_local AlignedBuf abuf;
+  const int64_t n_panels = (N + bs.NR - 1) / bs.NR;
+  for (int64_t pc = 0; pc < K; pc += bs.KC) {
+    const int64_t kc = std::min<int64_t>(bs.KC, K - pc);
+    const float beta_k = pc == 0 ? beta : 1.f;
+    for (int64_t ic = 0; ic < M; ic += bs.MC) {
+      const int64_t mc = std::min<int64_t>(bs.MC, M - ic);
+      float* Ap = abuf.get(static_cast<size_t>((mc + bs.MR - 1) / bs.MR) * bs.MR * kc);
+      pack_a(bs, ta, A, lda, ic, mc, pc, kc, Ap);
+      // Panel q's depth pc starts pc rows into it: the micro-panel is k-major with NR floats per k.
+      macro_kernel(bs, false, kc, Ap, mc, ic, Bp + pc * bs.NR, bs.NR * Kp, 0, n_panels, 0, N, alpha, beta_k, C, ldc);
+    }
+  }
 }
 
 void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,

@@ -47,6 +47,16 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 void sgemm_symmetric(bool trans_a, bool trans_b, int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
                      const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
+// B packed once and reused against many A (attention multiplies every query block by the same K^T and V).
+// Layout (BLIS's packed B): op(B) (K, N) as ceil(N/NR) micro-panels of (K, NR), k-major, zero-padded; panel q at
+// Bp + q * NR * K. sgemm_prepacked_b multiplies by the leading (K' <= Kp, N') part of a buffer packed over (Kp, Np):
+// a prefix of keys is a prefix of rows or of panels. Bp must be 64-byte aligned (the microkernel loads panels
+// aligned). One thread: for callers that parallelise outside.
+int64_t sgemm_packed_b_floats(int64_t K, int64_t N);
+void sgemm_pack_b(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, float* Bp);
+void sgemm_prepacked_b(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                       const float* Bp, int64_t Kp, float beta, float* C, int64_t ldc);
+
 // Same, with an explicit blocking (tests run the driver over both microkernels and odd block sizes).
 void sgemm_with(const GemmBlocking& bs, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
