@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <thread>
 
 #include "autograd/tape.h"
 #include "calibrate/calibrate.h"
@@ -60,20 +61,28 @@ double best_seconds(int repeats, F fn) {
   return best;
 }
 
-// Best of `repeats` for two functions timed alternately, so that drift in the machine's speed (these VMs are noisy)
-// hits both alike.
+// Best of `repeats` for two functions timed in alternating rounds, so that drift in the machine's speed (these VMs
+// are noisy) hits both alike. Between rounds it sleeps 200 ms: OpenBLAS's worker threads (and OpenMP's) spin for a
+// while after a call and would otherwise steal a core from the other library's first calls.
 template <typename F, typename G>
 std::pair<double, double> best_pair(int repeats, F f, G g) {
-  f(), g();
+  auto best_of = [](int n, auto fn) {
+    double b = 1e30;
+    for (int r = 0; r < n; r++) {
+      auto t0 = Clock::now();
+      fn();
+      b = std::min(b, std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    return b;
+  };
   double bf = 1e30, bg = 1e30;
-  for (int r = 0; r < repeats; r++) {
-    auto t0 = Clock::now();
-    f();
-    auto t1 = Clock::now();
+  for (int round = 0; round < std::max(1, repeats); round++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    f();  // warm-up: packing buffers, thread pool
+    bf = std::min(bf, best_of(2, f));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     g();
-    auto t2 = Clock::now();
-    bf = std::min(bf, std::chrono::duration<double>(t1 - t0).count());
-    bg = std::min(bg, std::chrono::duration<double>(t2 - t1).count());
+    bg = std::min(bg, best_of(2, g));
   }
   return {bf, bg};
 }
@@ -159,6 +168,7 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
       nlohmann::json row = {{"op", s.what}, {"M", s.M}, {"N", s.N}, {"K", s.K}, {"gflops", flops / t / 1e9},
                             {"pct_peak", 100.0 * flops / t / 1e9 / peak}};
       if (o.scaling && threads > 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let OpenBLAS's spinning threads settle
         const double t1 = with_threads(1, [&] { return best_seconds(o.gemm_repeats, ours); });
         row["gflops_1t"] = flops / t1 / 1e9;
         row["thread_speedup"] = t1 / t;
@@ -170,6 +180,7 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
       J["gemm"].push_back(row);
     }
     // Attention forward + backward at the baseline's head shape.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     for (int64_t T : {256, 512}) {
       const int64_t B = 8, H = 4, D = 128, nq = B * T * H * D;
       auto q = rand_vec(nq, 3), k = rand_vec(nq, 4), v = rand_vec(nq, 5), go = rand_vec(nq, 6);
@@ -212,15 +223,19 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
       std::vector<int32_t> x(B * T), y(B * T);
       for (auto& id : x) id = static_cast<int32_t>(g() % shape.vocab_size);
       for (auto& id : y) id = static_cast<int32_t>(g() % shape.vocab_size);
-      // Mean seconds of forward+backward and of the optimizer over the timed steps, after one warm-up step.
+      // Mean seconds of forward+backward (accum micro-batches) and of the optimizer over the timed steps, after one
+      // warm-up step.
+      const int accum = std::max(1, o.accum);
       auto run = [&] {
         double fb = 0, op = 0;
         for (int i = 0; i <= o.train_steps; i++) {
           auto t0 = Clock::now();
           gpt.zero_grad();
-          Tape tape;
-          Var loss = gpt.forward(tape, x.data(), y.data(), B, static_cast<int>(T));
-          tape.backward(loss);
+          for (int a = 0; a < accum; a++) {
+            Tape tape;
+            Var loss = gpt.forward(tape, x.data(), y.data(), B, static_cast<int>(T));
+            tape.backward(loss, 1.f / static_cast<float>(accum));
+          }
           auto t1 = Clock::now();
           opt.step(1.f, 0.9f, 0.f);
           auto t2 = Clock::now();
@@ -231,18 +246,19 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
         return std::make_pair(fb / o.train_steps, op / o.train_steps);
       };
       auto [fb, op] = run();
-      const double secs = fb + op, tps = B * T / secs, fpt = gpt.flops_per_token();
-      nlohmann::json row = {{"depth", depth}, {"dim", shape.dim}, {"seq_len", T}, {"batch", B},
+      const double secs = fb + op, tokens = static_cast<double>(B) * T * accum, tps = tokens / secs,
+                   fpt = gpt.flops_per_token();
+      nlohmann::json row = {{"depth", depth}, {"dim", shape.dim}, {"seq_len", T}, {"batch", B}, {"accum", accum},
                             {"params_M", gpt.n_params() / 1e6}, {"step_seconds", secs},
                             {"optimizer_seconds", op}, {"tokens_per_sec", tps},
                             {"mfu_pct", 100.0 * tps * fpt / (peak * 1e9)},
-                            {"fwd_bwd_mfu_pct", 100.0 * B * T * fpt / fb / (peak * 1e9)}};
+                            {"fwd_bwd_mfu_pct", 100.0 * tokens * fpt / fb / (peak * 1e9)}};
       if (o.scaling && ci == 0 && threads > 1) {  // 1 thread vs all, on the first (smallest) config
         auto [fb1, op1] = with_threads(1, run);
-        row["tokens_per_sec_1t"] = B * T / (fb1 + op1);
+        row["tokens_per_sec_1t"] = tokens / (fb1 + op1);
         row["thread_speedup"] = (fb1 + op1) / secs;
       }
-      if (!o.torch_script.empty()) {
+      if (!o.torch_script.empty() && accum == 1) {  // torch_speed.py has no accumulation
         double best = 0;
         for (const auto& [name, env] : torch_variants) {
           if (name != "stock" && !file_exists(kTcmalloc)) continue;
@@ -312,8 +328,11 @@ std::string BenchReport::table() const {
   if (!json["train"].empty()) {
     s += "\ntrain step (fwd+bwd+Muon/AdamW)  depth  dim  seq  batch  params  tokens/s   MFU%  fwd+bwd MFU%  optim%\n";
     for (const auto& r : json["train"]) {
-      std::snprintf(buf, sizeof(buf), "%-32s %5d %4d %4lld %6d %6.1fM %9.0f %6.1f %13.1f %7.1f\n", "",
-                    r["depth"].get<int>(), r["dim"].get<int>(), r["seq_len"].get<long long>(), r["batch"].get<int>(),
+      const std::string batch = r.value("accum", 1) > 1 ? std::to_string(r["batch"].get<int>()) + "x" +
+                                                              std::to_string(r["accum"].get<int>())
+                                                        : std::to_string(r["batch"].get<int>());
+      std::snprintf(buf, sizeof(buf), "%-32s %5d %4d %4lld %6s %6.1fM %9.0f %6.1f %13.1f %7.1f\n", "",
+                    r["depth"].get<int>(), r["dim"].get<int>(), r["seq_len"].get<long long>(), batch.c_str(),
                     r["params_M"].get<double>(), r["tokens_per_sec"].get<double>(), r["mfu_pct"].get<double>(),
                     r["fwd_bwd_mfu_pct"].get<double>(),
                     100.0 * r["optimizer_seconds"].get<double>() / r["step_seconds"].get<double>());

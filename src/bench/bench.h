@@ -19,6 +19,7 @@ namespace frontier {
 struct BenchOptions {
   bool kernels = true, train = true;
   int train_steps = 3;           // timed steps per config (after 1 warm-up step)
+  int accum = 1;                 // micro-batches (of 8 sequences) per optimizer step
   int gemm_repeats = 3;          // best of
   std::vector<int> depths = {4, 6, 8};
   double peak_gflops = 0;        // 0: calibration file, else measured now
