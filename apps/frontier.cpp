@@ -130,8 +130,11 @@ int main(int argc, char** argv) {
   std::string bn_json, bn_only;
   bn->add_option("--json", bn_json, "Also write the results as JSON here");
   bn->add_option("--only", bn_only, "Run only this part")->check(CLI::IsMember({"kernels", "train"}));
-  bn->add_option("--steps", bo.train_steps, "Timed training steps per config")->capture_default_str();
+  bn->add_option("--steps", bo.train_steps, "Timed training steps per config")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   bn->add_option("--accum", bo.accum, "Micro-batches of 8 sequences per optimizer step (gradient accumulation)")
+      ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   bn->add_option("--depths", bo.depths, "Model depths for the training benchmark")->capture_default_str();
   bn->add_option("--peak-gflops", bo.peak_gflops, "FMA peak for %peak/MFU (0 = calibration file, else measured)");
