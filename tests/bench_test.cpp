@@ -1,0 +1,49 @@
+// `frontier bench` end to end on a tiny config: the training rows (tokens/s, MFU, forward+backward MFU, optimizer
+// share, 1-thread speedup), gradient accumulation, the PyTorch comparison (same GPT and optimizer in
+// bench/torch_speed.py, stock and with preloads), JSON and table agree, and bad flags are errors. Speeds are
+// never asserted (noisy machines); only that each number is measured and consistent.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "util/file.h"
+
+using namespace frontier;
+using namespace frontier::testing;
+
+TEST(Bench, TrainRowsTorchComparisonAndJson) {
+  std::string dir = make_temp_dir("bench");
+  auto r = run_cmd(frontier_bin() + " bench --only train --depths 2 --steps 1 --peak-gflops 100 --torch --json " +
+                   dir + "/b.json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::string text;
+  ASSERT_TRUE(read_file(dir + "/b.json", &text).ok());
+  auto j = nlohmann::json::parse(text);
+  ASSERT_EQ(j["train"].size(), 1u);
+  const auto& row = j["train"][0];
+  EXPECT_EQ(row["depth"], 2);
+  EXPECT_GT(row["tokens_per_sec"].get<double>(), 0);
+  // MFU = tokens/s x FLOPs/token / peak; forward+backward alone is faster than the whole step.
+  EXPECT_GE(row["fwd_bwd_mfu_pct"].get<double>(), row["mfu_pct"].get<double>());
+  EXPECT_GT(row["optimizer_seconds"].get<double>(), 0);
+  EXPECT_LT(row["optimizer_seconds"].get<double>(), row["step_seconds"].get<double>());
+  EXPECT_GT(row["thread_speedup"].get<double>(), 0);  // 1-thread run of the first config
+  ASSERT_TRUE(row.contains("torch")) << r.out;
+  EXPECT_GT(row["torch"]["stock"].get<double>(), 0);
+  EXPECT_GT(row["ratio_vs_torch_best"].get<double>(), 0);
+  EXPECT_NE(r.out.find("ours/best"), std::string::npos) << r.out;
+
+  auto acc = run_cmd(frontier_bin() + " bench --only train --depths 2 --steps 1 --accum 2 --no-scaling "
+                     "--peak-gflops 100 --json " + dir + "/a.json");
+  ASSERT_EQ(acc.rc, 0) << acc.out;
+  ASSERT_TRUE(read_file(dir + "/a.json", &text).ok());
+  auto ja = nlohmann::json::parse(text);
+  EXPECT_EQ(ja["train"][0]["accum"], 2);
+  EXPECT_FALSE(ja["train"][0].contains("thread_speedup"));
+  EXPECT_NE(acc.out.find("8x2"), std::string::npos) << acc.out;
+
+  auto bad = run_cmd(frontier_bin() + " bench --accum 0");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("--accum"), std::string::npos) << bad.out;
+}
