@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "autograd/tape.h"
+#include "model/gpt.h"
+#include "model/model_config.h"
+#include "train/train.h"
 #include "ops/rope.h"
 
 namespace frontier {
@@ -87,6 +90,66 @@ TEST(FusedOps, RopeRmsnormMatchesRmsnormOfRope) {
   }
   expect_close(out[1], out[0], "value");
   expect_close(dx[1], dx[0], "d x");
+}
+
+void run_backward(Tape& t, Var out) {
+  t.grad(out)[0] = 1.f;
+  for (int i = out.id; i >= 0; i--)
+    if (t.node({i}).backward && t.node({i}).grad) t.node({i}).backward();
+}
+
+// lm_head + softcap CE over vocabulary chunks (last chunk partial, an ignored target) = softcap_cross_entropy of
+// linear: loss, per-row losses, dx and dW.
+TEST(FusedOps, LmHeadCeChunkedMatchesLinearThenSoftcapCe) {
+  const int64_t N = 37, C = 24, V = 300;
+  auto x = randv(N * C, 6), W = randv(V * C, 7);
+  std::vector<int32_t> tg(N);
+  for (int64_t i = 0; i < N; i++) tg[i] = static_cast<int32_t>((i * 131) % V);
+  tg[5] = -1;
+  std::vector<float> loss(2), rows[2], dx[2], dW[2];
+  for (int fused = 0; fused < 2; fused++) {
+    std::vector<float> vx = x, vW = W, gx(N * C, 0.f), gW(V * C, 0.f);
+    rows[fused].assign(N, 0.f);
+    Tape t;
+    Var X = t.param(vx.data(), gx.data(), {N, C}), Wv = t.param(vW.data(), gW.data(), {V, C});
+    Var l = fused ? lm_head_softcap_ce(t, X, Wv, tg.data(), 15.f, 64, rows[fused].data())
+                  : softcap_cross_entropy(t, linear(t, X, Wv), tg.data(), 15.f, rows[fused].data());
+    loss[fused] = t.value(l)[0];
+    run_backward(t, l);
+    dx[fused] = gx, dW[fused] = gW;
+  }
+  EXPECT_NEAR(loss[1], loss[0], 1e-6 * std::abs(loss[0]));
+  EXPECT_EQ(rows[1][5], 0.f);
+  expect_close(rows[1], rows[0], "row losses");
+  expect_close(dx[1], dx[0], "d x");
+  expect_close(dW[1], dW[0], "d W");
+}
+
+// The model with model.ce_vocab_chunk > 0 gives the same loss and every gradient as with the logits stored.
+TEST(FusedOps, GptWithChunkedCeMatchesStoredLogits) {
+  Config cfg = train_schema().defaults();
+  cfg.set("model.depth", int64_t{2});
+  cfg.set("model.seq_len", int64_t{32});
+  ModelShape shape;
+  ASSERT_TRUE(derive_model_shape(cfg, &shape).ok());
+  const int B = 2, T = 32;
+  std::vector<int32_t> x(B * T), y(B * T);
+  for (int i = 0; i < B * T; i++) x[i] = (i * 37) % shape.vocab_size, y[i] = (i * 91 + 5) % shape.vocab_size;
+  float loss[2];
+  std::vector<float> grads[2];
+  for (int fused = 0; fused < 2; fused++) {
+    shape.ce_vocab_chunk = fused ? 1000 : 0;  // 8192 = 8 x 1000 + 192
+    Gpt gpt(shape);
+    gpt.init_nanochat(3);
+    gpt.zero_grad();
+    Tape t;
+    Var l = gpt.forward(t, x.data(), y.data(), B, T);
+    loss[fused] = t.value(l)[0];
+    t.backward(l);
+    grads[fused] = gpt.grads();
+  }
+  EXPECT_NEAR(loss[1], loss[0], 1e-6 * loss[0]);
+  expect_close(grads[1], grads[0], "all gradients");
 }
 
 }  // namespace

@@ -406,6 +406,27 @@ Var causal_attention(Tape& t, Var q, Var k, Var v) {
   return out;
 }
 
+// The lm_head linear and the softcap cross-entropy in one op, chunked over the vocabulary (kernels/softcap_ce.h):
+// the (N, V) logits are never stored; backward recomputes them a chunk at a time.
+Var lm_head_softcap_ce(Tape& t, Var x, Var W, const int32_t* targets, float cap, int64_t vchunk, float* row_losses) {
+  const int64_t C = t.shape(x).back(), N = t.numel(x) / C, V = t.shape(W)[0];
+  FRONTIER_CHECK(t.shape(W)[1] == C && vchunk > 0);
+  ProfScope ps("lm_head_ce", "fwd", 2.0 * N * V * C + 5.0 * N * V, kF * (N * C + V * C), {N, V, C});
+  const bool rg = t.requires_grad(x) || t.requires_grad(W);
+  Var out = t.make({1}, rg);
+  auto tg = std::make_shared<std::vector<int32_t>>(targets, targets + N);
+  auto lse = std::make_shared<std::vector<float>>(N);
+  t.value(out)[0] =
+      lm_head_ce_forward(row_losses, lse->data(), t.value(x), t.value(W), tg->data(), N, C, V, cap, vchunk);
+  if (rg)
+    t.node(out).backward = [&t, out, x, W, tg, lse, N, C, V, cap, vchunk]() {
+      ProfScope ps("lm_head_ce", "bwd", 6.0 * N * V * C + 8.0 * N * V, kF * (3 * N * C + 3 * V * C), {N, V, C});
+      lm_head_ce_backward(t.requires_grad(x) ? t.grad(x) : nullptr, t.requires_grad(W) ? t.grad(W) : nullptr,
+                          t.grad(out)[0], lse->data(), t.value(x), t.value(W), tg->data(), N, C, V, cap, vchunk);
+    };
+  return out;
+}
+
 // Fast fused kernel (kernels/softcap_ce.h): keeps the softcapped logits (N, V) and the row log-sum-exps for
 // backward; ref::softcap_ce_* stays the ground truth in the tests.
 Var softcap_cross_entropy(Tape& t, Var logits, const int32_t* targets, float cap, float* row_losses) {

@@ -80,5 +80,9 @@ Var causal_attention(Tape& t, Var q, Var k, Var v);                          // 
 // Mean cross-entropy of softcapped logits (N, V) over targets >= 0 -> scalar (shape {1}); per-row losses (nats, 0
 // for ignored rows) also go to row_losses (N) when given.
 Var softcap_cross_entropy(Tape& t, Var logits, const int32_t* targets, float cap, float* row_losses = nullptr);
+// softcap_cross_entropy(linear(x, W)) without the (N, V) logits: vocabulary chunks of vchunk columns, recomputed in
+// backward (one more lm_head GEMM). x (N, C), W (V, C).
+Var lm_head_softcap_ce(Tape& t, Var x, Var W, const int32_t* targets, float cap, int64_t vchunk,
+                       float* row_losses = nullptr);
 
 }  // namespace frontier

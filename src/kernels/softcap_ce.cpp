@@ -1,9 +1,12 @@
 #include "kernels/softcap_ce.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "kernels/gemm.h"
 #include "kernels/vmath.h"
+#include "util/status.h"
 
 namespace frontier {
 
@@ -53,6 +56,71 @@ void softcap_ce_backward(float* dz, float dloss, const float* capped, const floa
 #pragma omp simd
       for (int64_t v = 0; v < V; v++) d[v] += scale * p[v] * (1.f - c[v] * c[v] * inv_cap2);
     }
+  }
+}
+
+float lm_head_ce_forward(float* losses, float* lse, const float* x, const float* W, const int32_t* targets, int64_t N,
+                         int64_t C, int64_t V, float cap, int64_t vchunk) {
+  FRONTIER_CHECK(vchunk > 0);
+  const int64_t vc_max = std::min(vchunk, V);
+  std::vector<float> z(N * vc_max), sum(N, 0.f), tcap(N, 0.f);
+  for (int64_t v0 = 0; v0 < V; v0 += vc_max) {
+    const int64_t vc = std::min(vc_max, V - v0);
+    sgemm(false, true, N, vc, C, 1.f, x, C, W + v0 * C, C, 0.f, z.data(), vc);  // logits[:, v0:v0+vc]
+#pragma omp parallel
+    {
+      std::vector<float> e(vc);
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < N; i++) {
+        float* c = z.data() + i * vc;
+        vmath::softcap(c, c, cap, vc);
+        sum[i] += vmath::exp_shift_sum(e.data(), c, -cap, vc);
+        if (targets[i] >= v0 && targets[i] < v0 + vc) tcap[i] = c[targets[i] - v0];
+      }
+    }
+  }
+  double total = 0;
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; i++) {
+    lse[i] = cap + std::log(sum[i]);
+    const float l = targets[i] < 0 ? 0.f : lse[i] - tcap[i];
+    if (losses) losses[i] = l;
+    if (targets[i] >= 0) total += l, count++;
+  }
+  return count ? static_cast<float>(total / count) : 0.f;
+}
+
+void lm_head_ce_backward(float* dx, float* dW, float dloss, const float* lse, const float* x, const float* W,
+                         const int32_t* targets, int64_t N, int64_t C, int64_t V, float cap, int64_t vchunk) {
+  FRONTIER_CHECK(vchunk > 0);
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; i++) count += targets[i] >= 0;
+  if (!count) return;
+  const float scale = dloss / static_cast<float>(count), inv_cap2 = 1.f / (cap * cap);
+  const int64_t vc_max = std::min(vchunk, V);
+  std::vector<float> z(N * vc_max);
+  for (int64_t v0 = 0; v0 < V; v0 += vc_max) {
+    const int64_t vc = std::min(vc_max, V - v0);
+    sgemm(false, true, N, vc, C, 1.f, x, C, W + v0 * C, C, 0.f, z.data(), vc);  // recompute the chunk's logits
+#pragma omp parallel
+    {
+      std::vector<float> p(vc);
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < N; i++) {  // z <- dL/dz for this chunk, as softcap_ce_backward
+        float* c = z.data() + i * vc;
+        if (targets[i] < 0) {
+          std::fill(c, c + vc, 0.f);
+          continue;
+        }
+        vmath::softcap(c, c, cap, vc);
+        vmath::exp_shift_sum(p.data(), c, -lse[i], vc);  // softmax probabilities of this chunk
+        if (targets[i] >= v0 && targets[i] < v0 + vc) p[targets[i] - v0] -= 1.f;
+#pragma omp simd
+        for (int64_t v = 0; v < vc; v++) c[v] = scale * p[v] * (1.f - c[v] * c[v] * inv_cap2);
+      }
+    }
+    if (dx) sgemm(false, false, N, C, vc, 1.f, z.data(), vc, W + v0 * C, C, 1.f, dx, C);          // dx += dz W
+    if (dW) sgemm(true, false, vc, C, N, 1.f, z.data(), vc, x, C, 1.f, dW + v0 * C, C);           // dW += dz^T x
   }
 }
 

@@ -19,4 +19,14 @@ float softcap_ce_forward(float* losses, float* capped, float* lse, const float* 
 void softcap_ce_backward(float* dz, float dloss, const float* capped, const float* lse, const int32_t* targets,
                          int64_t N, int64_t V, float cap);
 
+// The lm_head GEMM fused with the softcap cross-entropy, chunked over the vocabulary: logits = x @ W^T are made
+// vc columns at a time (N x vc floats live, never N x V), softcapped, and summed as exp(c - cap) (c <= cap, so no
+// running max is needed); backward recomputes each chunk's logits (one more lm_head forward GEMM, +50% of the
+// lm_head's FLOPs) and accumulates dx += dz W_chunk and dW_chunk += dz^T x. x (N, C), W (V, C); lse (N) saved.
+// Same contract as softcap_ce_forward / _backward otherwise (mean over targets >= 0; backward accumulates).
+float lm_head_ce_forward(float* losses, float* lse, const float* x, const float* W, const int32_t* targets, int64_t N,
+                         int64_t C, int64_t V, float cap, int64_t vchunk);
+void lm_head_ce_backward(float* dx, float* dW, float dloss, const float* lse, const float* x, const float* W,
+                         const int32_t* targets, int64_t N, int64_t C, int64_t V, float cap, int64_t vchunk);
+
 }  // namespace frontier

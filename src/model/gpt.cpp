@@ -144,6 +144,9 @@ Var Gpt::forward(Tape& t, const int32_t* idx, const int32_t* targets, int B, int
     Var m = linear(t, relu2(t, linear(t, rmsnorm(t, x, kNormEps), P(p + "mlp.c_fc"))), P(p + "mlp.c_proj"));
     x = add(t, x, m);
   }
+  if (s_.ce_vocab_chunk > 0 && !logits_out)  // (N, V) logits never stored
+    return lm_head_softcap_ce(t, rmsnorm(t, x, kNormEps), P("lm_head"), targets, kSoftcap, s_.ce_vocab_chunk,
+                              row_losses);
   Var logits = linear(t, rmsnorm(t, x, kNormEps), P("lm_head"));  // (N, V)
   if (logits_out) *logits_out = logits;
   return softcap_cross_entropy(t, logits, targets, kSoftcap, row_losses);

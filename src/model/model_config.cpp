@@ -12,6 +12,9 @@ void add_model_keys(ConfigSchema* s) {
   s->add_int("model.dim", 0, "explicit model_dim (0 = derive from depth); must be a multiple of head_dim");
   s->add_int("model.vocab_size", 8192, "vocabulary size; must match the prepared data's tokenizer");
   s->add_int("model.seq_len", 512, "sequence length T (the autoresearch value is 2048)");
+  s->add_int("model.ce_vocab_chunk", 0,
+             "0: the lm_head writes the (N, V) logits; > 0: lm_head + softcap CE fused over vocabulary chunks of "
+             "this many columns (saves 3 x N x V floats, recomputes the lm_head in backward; same loss)");
 }
 
 Status derive_model_shape(const Config& cfg, ModelShape* m) {
@@ -35,6 +38,8 @@ Status derive_model_shape(const Config& cfg, ModelShape* m) {
     return Status::error("model.n_kv_head " + std::to_string(kv) + " must divide n_head " + std::to_string(nh));
   if (V < 256 + 9) return Status::error("model.vocab_size must be at least 265 (256 bytes + 9 specials)");
   if (T < 1) return Status::error("model.seq_len must be positive");
+  const int64_t chunk = cfg.get_int("model.ce_vocab_chunk");
+  if (chunk < 0) return Status::error("model.ce_vocab_chunk must be >= 0 (0 = off)");
   m->depth = static_cast<int>(depth);
   m->dim = static_cast<int>(dim);
   m->n_head = static_cast<int>(nh);
@@ -43,6 +48,7 @@ Status derive_model_shape(const Config& cfg, ModelShape* m) {
   m->vocab_size = static_cast<int>(V);
   m->seq_len = static_cast<int>(T);
   m->mlp_dim = static_cast<int>(4 * dim);
+  m->ce_vocab_chunk = static_cast<int>(chunk);
   return ok_status();
 }
 

@@ -24,6 +24,7 @@ struct ModelShape {
   int vocab_size = 0;    // V
   int seq_len = 0;       // T
   int mlp_dim = 0;       // 4 * C
+  int ce_vocab_chunk = 0;  // > 0: lm_head + softcap CE fused over vocabulary chunks of this many (no N x V logits)
   std::string describe() const;
 };
 
