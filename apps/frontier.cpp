@@ -124,8 +124,9 @@ int main(int argc, char** argv) {
   int cal_threads = 0;
   cal->add_option("--threads", cal_threads, "Threads (0 = all cores)")->capture_default_str();
 
-  auto* bn = app.add_subcommand("bench", "Kernel GFLOP/s by shape against the measured FMA peak and OpenBLAS (when "
-                                          "installed), and training tokens/s and MFU at depth 4, 6 and 8");
+  auto* bn = app.add_subcommand("bench", "GEMM GFLOP/s by shape against the measured FMA peak and OpenBLAS (when "
+                                          "installed), attention, memory-bound ops in GB/s, 1- vs N-thread speedups, "
+                                          "and training tokens/s and MFU at depth 4, 6 and 8 (--torch: vs PyTorch)");
   BenchOptions bo;
   std::string bn_json, bn_only;
   bn->add_option("--json", bn_json, "Also write the results as JSON here");
