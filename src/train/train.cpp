@@ -233,7 +233,8 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
   const double ckpt_secs = cfg.get_float("train.checkpoint_every_seconds");
   const int64_t ckpt_steps = cfg.get_int("train.checkpoint_every_steps");
   double training_time = 0, smooth = 0, loss_val = 0;
-  int64_t step = 0, tokens = 0;
+  int64_t step = 0, tokens = 0, steps_here = 0;  // steps_here: run by this process (not resumed)
+  double all_steps_time = 0;                      // their wall time, excluded warm-up included
   const std::string ckpt_path = run_dir + "/model.ckpt", log_path = run_dir + "/log.jsonl";
 
   // Resume: weights, optimizer state and step, budget used, tokens and the loader's exact position.
@@ -306,6 +307,8 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
     opt.step(static_cast<float>(lr_mult), static_cast<float>(momentum), static_cast<float>(progress));
     double dt = since(t0);
     if (step >= excluded) training_time += dt;
+    all_steps_time += dt;
+    steps_here++;
     tokens += total;
     step++;
     smooth = step == 1 ? loss_val : 0.9 * smooth + 0.1 * loss_val;
@@ -354,8 +357,12 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
   s.total_tokens_M = tokens / 1e6;
   s.num_params_M = gpt.n_params() / 1e6;
   s.depth = shape.depth;
-  int64_t counted_steps = std::max<int64_t>(1, step - excluded);
-  s.tokens_per_sec = counted_steps * static_cast<double>(total) / std::max(1e-9, training_time);
+  // Tokens/s over the counted steps; a run shorter than the excluded warm-up (e.g. train.max_steps=2) has none, so
+  // it reports the speed of all its steps (timed in this process) instead of dividing by zero.
+  const int64_t counted_steps = step - excluded;
+  s.tokens_per_sec = counted_steps > 0 && training_time > 0
+                         ? counted_steps * static_cast<double>(total) / training_time
+                         : (all_steps_time > 0 ? steps_here * static_cast<double>(total) / all_steps_time : 0);
   s.mfu_percent = 100.0 * s.tokens_per_sec * flops_per_token / (peak * 1e9);
   s.final_loss = loss_val;
   s.run_dir = run_dir;
