@@ -4,7 +4,7 @@
 //   inspect    verify a prepared dataset, show a first batch
 //   train      train the GPT under a wall-clock budget (train/train.h)
 //   eval core  the CORE benchmark on a checkpoint (eval/core_eval.h)
-//   calibrate  measure and save the machine's FMA peak and memory bandwidth (calibrate/calibrate.h)
+//   calibrate  measure and save the peak of each arithmetic unit and memory bandwidth (calibrate/calibrate.h)
 //   sample     generate text from a checkpoint with a KV cache (model/sampler.h)
 //   research   the autoresearch loop: trials under the budget, keep what lowers val_bpb (research/research.h)
 //   bench      kernel GFLOP/s vs the ceilings and OpenBLAS, training tokens/s and MFU (bench/bench.h)
@@ -19,6 +19,7 @@
 #include "bench/bench.h"
 #include "profile/profile.h"
 #include "calibrate/calibrate.h"
+#include "kernels/isa.h"
 #include "data/dataset.h"
 #include "eval/core_eval.h"
 #include "eval/score.h"
@@ -62,6 +63,7 @@ static void print_prepare_summary(const PrepareOptions& o, const PrepareResult& 
 }
 
 int main(int argc, char** argv) {
+  isa_init_or_exit();  // a bad FRONTIER_ISA is a one-line error before anything runs
   CLI::App app{"Frontier: train the best language model this machine can train in a fixed wall-clock budget."};
   app.require_subcommand(1);
 
@@ -119,8 +121,9 @@ int main(int argc, char** argv) {
   tr->add_flag("--list-keys", tr_keys, "List every config key with its type, default and meaning, then exit");
 
   auto* cal = app.add_subcommand("calibrate",
-                                 "Measure this machine's fp32 FMA peak and memory bandwidth (1 and N threads) and "
-                                 "save them for train's MFU");
+                                 "Measure the peak of every arithmetic unit this CPU has (AVX2 fp32 FMA, AVX-512 fp32 "
+                                 "FMA, AVX512_BF16 dot product) and memory bandwidth, at 1 and N threads; save them "
+                                 "for the MFU of train, bench and profile");
   int cal_threads = 0;
   cal->add_option("--threads", cal_threads, "Threads (0 = all cores)")->capture_default_str();
 
@@ -409,8 +412,17 @@ int main(int argc, char** argv) {
   if (cal->parsed()) {
     int n = cal_threads > 0 ? cal_threads : omp_get_max_threads();
     Calibration c = calibrate(n);
-    std::printf("fma_peak_gflops:   %.1f (1 thread)  %.1f (%d threads)\n", c.fma_gflops_1t, c.fma_gflops, n);
-    std::printf("memory_gb_per_s:   %.1f (1 thread)  %.1f (%d threads)  [triad a = b + s*c]\n", c.mem_gbs_1t,
+    std::printf("%s\n", kernels_banner().c_str());
+    std::printf("cpu features: %s\n", cpu_feature_list().c_str());
+    for (PeakUnit u : {PeakUnit::kAvx2Fma, PeakUnit::kAvx512Fma, PeakUnit::kBf16Dot}) {
+      if (!peak_unit_supported(u)) {
+        std::printf("%-20s not on this CPU\n", peak_unit_name(u));
+        continue;
+      }
+      std::printf("%-20s %7.1f GFLOP/s (1 thread)  %7.1f (%d threads)\n", peak_unit_name(u), c.peak_1t(u), c.peak(u),
+                  n);
+    }
+    std::printf("%-20s %7.1f GB/s    (1 thread)  %7.1f (%d threads)  [triad a = b + s*c]\n", "memory", c.mem_gbs_1t,
                 c.mem_gbs, n);
     Status s = save_calibration(c, calibration_path());
     if (!s.ok()) return fail(s);

@@ -12,6 +12,8 @@
 #include "train/train.h"
 #include "train_fixture.h"
 #include "util/file.h"
+#include "calibrate/calibrate.h"
+#include "kernels/isa.h"
 
 using namespace frontier;
 using namespace frontier::testing;
@@ -29,12 +31,27 @@ TEST(Calibrate, SavesCeilingsAndTrainReadsThem) {
   EXPECT_GT(j["fma_gflops_1t"].get<double>(), 0.0);
   EXPECT_EQ(j["threads"].get<int>(), 2);
   EXPECT_GT(j["mem_gbs_1t"].get<double>(), 0.0);
-  j["fma_gflops"] = 1234.5;  // a recognisable value
+  // Every unit the CPU has is measured; the others are 0.
+  EXPECT_EQ(j["avx512_gflops"].get<double>() > 0, isa_supported(Isa::kAvx512));
+  EXPECT_EQ(j["bf16_gflops"].get<double>() > 0, isa_supported(Isa::kAvx512Bf16));
+  // Recognisable values: train must take the peak of the unit its precision runs on.
+  j["fma_gflops"] = 1234.5;
+  if (isa_supported(Isa::kAvx512)) j["avx512_gflops"] = 2345.5;
+  if (isa_supported(Isa::kAvx512Bf16)) j["bf16_gflops"] = 3456.5;
   write_text(cache + "/calibration.json", j.dump());
-  r = run_cmd("FRONTIER_CACHE=" + cache + " " +
-              train_cmd("--budget 1000 --set train.max_steps=1 --set train.threads=2 --set train.peak_gflops=0 "
-                        "--set train.run_dir=" + dataset() + "/calib_run"));
-  ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("FMA peak 1234.5 GFLOP/s (2 threads, calibration file)"), std::string::npos) << r.out;
+  for (const char* prec : {"fp32", "auto"}) {
+    r = run_cmd("FRONTIER_CACHE=" + cache + " " +
+                train_cmd("--budget 1000 --set train.max_steps=1 --set train.threads=2 --set train.peak_gflops=0 "
+                          "--set train.precision=" + std::string(prec) + " --set train.run_dir=" + dataset() +
+                          "/calib_run_" + prec));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    Precision p = Precision::kFp32;
+    ASSERT_TRUE(resolve_precision(prec, &p).ok());
+    const PeakUnit unit = peak_unit_for(p, active_isa());
+    const double want = unit == PeakUnit::kAvx2Fma ? 1234.5 : unit == PeakUnit::kAvx512Fma ? 2345.5 : 3456.5;
+    char line[160];
+    std::snprintf(line, sizeof(line), "%s peak %.1f GFLOP/s (2 threads, calibration file)", peak_unit_name(unit), want);
+    EXPECT_NE(r.out.find(line), std::string::npos) << "want '" << line << "' in\n" << r.out;
+  }
   std::filesystem::remove_all(cache);
 }

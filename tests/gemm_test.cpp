@@ -1,16 +1,20 @@
-// The fast GEMM: microkernels tested directly (BLIS test_gemm_ukr style), then the driver in all transpose forms on
-// random shapes with edge tiles, odd block sizes, leading dimensions, alpha/beta, and thread-count independence.
-// Reference: the same products accumulated in double. Tolerance: |err| <= 4 * K * 2^-24 * sum_k |a_ik b_kj| (the
-// fp32 summation bound with FMA), plus 1e-30.
+// The fast GEMM, at every instruction-set tier this CPU supports and in both precisions: microkernels tested
+// directly (BLIS test_gemm_ukr style), then the driver in all transpose forms on random shapes with edge tiles, odd
+// block sizes, leading dimensions, alpha/beta, and thread-count independence.
+// Reference: the same products accumulated in double, from the inputs as the kernel sees them (rounded to bf16 for
+// bf16 kernels: bf16 products are exact in fp32, so only the fp32 summation rounds). Tolerance: |err| <= 4 * K *
+// 2^-24 * sum_k |a_ik b_kj| (the fp32 summation bound with FMA), plus 1e-30.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/gemm_kernels.h"
 
 namespace frontier {
 namespace {
@@ -23,28 +27,58 @@ std::vector<float> rand_vec(size_t n, uint32_t seed) {
   return v;
 }
 
-void check_ukernel(const GemmBlocking& bs) {
+// Every microkernel this CPU can run, with its tier (the reference ones at Isa::kRef).
+std::vector<std::pair<Isa, const GemmKernel*>> kernels_here() {
+  std::vector<std::pair<Isa, const GemmKernel*>> ks = {{Isa::kRef, &gemm_kernel_ref_fp32()},
+                                                       {Isa::kRef, &gemm_kernel_ref_bf16()}};
+  if (isa_supported(Isa::kAvx2)) ks.push_back({Isa::kAvx2, &gemm_kernel_avx2_fp32()});
+  if (isa_supported(Isa::kAvx512)) ks.push_back({Isa::kAvx512, &gemm_kernel_avx512_fp32()});
+  if (isa_supported(Isa::kAvx512Bf16)) ks.push_back({Isa::kAvx512Bf16, &gemm_kernel_avx512bf16_bf16()});
+  return ks;
+}
+
+float as_seen(const GemmKernel& k, float x) { return k.prec == Precision::kBf16 ? round_bf16(x) : x; }
+
+// 64-byte aligned storage for packed panels (kernels load them aligned).
+struct Aligned {
+  void* p;
+  explicit Aligned(size_t bytes) : p(std::aligned_alloc(64, (bytes + 63) / 64 * 64)) {}
+  ~Aligned() { std::free(p); }
+};
+
+// Packs a (kc, MR) k-major matrix into the kernel's panel layout (gemm.h), rounding to bf16 for bf16 kernels.
+void pack_panel(const GemmKernel& k, const std::vector<float>& x, int64_t kc, int R, void* out) {
+  const int kp = k.kp();
+  const int64_t kcp = (kc + kp - 1) / kp * kp;
+  for (int64_t kk = 0; kk < kcp; kk++)
+    for (int r = 0; r < R; r++) {
+      const int64_t at = (kk / kp) * kp * R + r * kp + kk % kp;
+      const float v = kk < kc ? x[kk * R + r] : 0.f;
+      if (kp == 2) static_cast<uint16_t*>(out)[at] = to_bf16(v);
+      else static_cast<float*>(out)[at] = v;
+    }
+}
+
+void check_ukernel(const GemmKernel& bs) {
   const int MR = bs.MR, NR = bs.NR;
-  for (int64_t kc : {1, 3, 64, 256}) {
+  for (int64_t kc : {1, 3, 64, 255, 256}) {
     auto a = rand_vec(kc * MR, 1), b = rand_vec(kc * NR, 2);
-    // 64-byte aligned copies: the AVX2 kernel loads packed B with aligned loads.
-    std::vector<float> abuf(kc * MR + 64), bbuf(kc * NR + 64);
-    float* pa = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(abuf.data()) + 63) & ~uintptr_t(63));
-    float* pb = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(bbuf.data()) + 63) & ~uintptr_t(63));
-    std::copy(a.begin(), a.end(), pa);
-    std::copy(b.begin(), b.end(), pb);
+    Aligned pa((kc + 1) * MR * 4), pb((kc + 1) * NR * 4);
+    pack_panel(bs, a, kc, MR, pa.p);
+    pack_panel(bs, b, kc, NR, pb.p);
     const int64_t ldc = NR + 3;
     for (float beta : {0.f, 1.f, -0.5f}) {
       auto c0 = rand_vec(MR * ldc, 3);
       auto c = c0;
       if (beta == 0.f) std::fill(c.begin(), c.end(), NAN);  // beta == 0 must not read C
-      bs.ukernel(kc, pa, pb, c.data(), ldc, 0.75f, beta);
+      bs.ukernel(kc, pa.p, pb.p, c.data(), ldc, 0.75f, beta);
       for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++) {
           double ref = 0, mag = 0;
           for (int64_t k = 0; k < kc; k++) {
-            ref += double(a[k * MR + i]) * b[k * NR + j];
-            mag += std::fabs(double(a[k * MR + i]) * b[k * NR + j]);
+            const double p = double(as_seen(bs, a[k * MR + i])) * as_seen(bs, b[k * NR + j]);
+            ref += p;
+            mag += std::fabs(p);
           }
           ref = 0.75 * ref + (beta == 0.f ? 0.0 : beta * double(c0[i * ldc + j]));
           double tol = 4.0 * kc * 0x1p-24 * (mag + std::fabs(c0[i * ldc + j])) + 1e-30;
@@ -57,21 +91,44 @@ void check_ukernel(const GemmBlocking& bs) {
   }
 }
 
-TEST(Gemm, MicrokernelFast) { check_ukernel(gemm_blocking()); }
-TEST(Gemm, MicrokernelReference) { check_ukernel(gemm_blocking_ref()); }
+TEST(Gemm, EveryMicrokernelOnThisCpu) {
+  for (auto [isa, k] : kernels_here()) {
+    SCOPED_TRACE(k->name);
+    check_ukernel(*k);
+  }
+}
+
+// The native bf16 kernel does vdpbf16ps's arithmetic, which the reference bf16 kernel writes out (odd product
+// first, each sum rounded): the whole driver agrees bit for bit on random data, edge tiles and several KC blocks.
+TEST(Gemm, NativeBf16MatchesReferenceBf16Bitwise) {
+  if (!isa_supported(Isa::kAvx512Bf16)) GTEST_SKIP() << "no avx512bf16 on this CPU (the ref kernel is tested alone)";
+  const GemmKernel& nat = gemm_kernel_avx512bf16_bf16();
+  GemmKernel ref = gemm_kernel_ref_bf16();
+  ref.KC = nat.KC;  // same depth blocking, so the same summation order per element
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{37, 70, 1100}, {12, 32, 3}, {100, 33, 512}}) {
+    auto A = rand_vec(M * K, 5), B = rand_vec(K * N, 6);
+    std::vector<float> c1(M * N), c2(M * N);
+    gemm_with(nat, false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, c1.data(), N);
+    gemm_with(ref, false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, c2.data(), N);
+    int64_t differ = 0;
+    for (size_t i = 0; i < c1.size(); i++) differ += std::memcmp(&c1[i], &c2[i], 4) != 0;
+    EXPECT_EQ(differ, 0) << "M=" << M << " N=" << N << " K=" << K;
+  }
+}
 
 // op(A) (M, K), op(B) (K, N); checks C = alpha op(A) op(B) + beta C against double.
-void check_gemm(const GemmBlocking& bs, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, float beta,
+void check_gemm(const GemmKernel& bs, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, float beta,
                 int64_t pad = 0) {
   const int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
   auto A = rand_vec((ta ? K : M) * lda, 11), B = rand_vec((tb ? N : K) * ldb, 12), C0 = rand_vec(M * ldc, 13);
   auto C = C0;
-  sgemm_with(bs, ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+  gemm_with(bs, ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
   for (int64_t i = 0; i < M; i++)
     for (int64_t j = 0; j < N; j++) {
       double ref = 0, mag = 0;
       for (int64_t k = 0; k < K; k++) {
-        double x = ta ? A[k * lda + i] : A[i * lda + k], y = tb ? B[j * ldb + k] : B[k * ldb + j];
+        double x = as_seen(bs, ta ? A[k * lda + i] : A[i * lda + k]);
+        double y = as_seen(bs, tb ? B[j * ldb + k] : B[k * ldb + j]);
         ref += x * y;
         mag += std::fabs(x * y);
       }
@@ -84,88 +141,115 @@ void check_gemm(const GemmBlocking& bs, bool ta, bool tb, int64_t M, int64_t N, 
     for (int64_t j = N; j < ldc; j++) ASSERT_EQ(C[i * ldc + j], C0[i * ldc + j]);
 }
 
-TEST(Gemm, AllFormsRandomShapesWithEdgeTiles) {
+TEST(Gemm, AllFormsRandomShapesWithEdgeTilesEveryKernel) {
   const int64_t shapes[][3] = {{1, 1, 1},   {6, 16, 8},   {7, 17, 9},    {5, 3, 300},  {13, 33, 257},
                                {100, 50, 64}, {150, 20, 513}, {37, 200, 31}, {290, 47, 12}};
-  for (bool ta : {false, true})
-    for (bool tb : {false, true})
-      for (const auto& s : shapes) {
-        check_gemm(gemm_blocking(), ta, tb, s[0], s[1], s[2], 1.f, 0.f);
-        check_gemm(gemm_blocking(), ta, tb, s[0], s[1], s[2], -0.5f, 1.f, 3);
-      }
+  for (auto [isa, k] : kernels_here())
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (const auto& s : shapes) {
+          check_gemm(*k, ta, tb, s[0], s[1], s[2], 1.f, 0.f);
+          check_gemm(*k, ta, tb, s[0], s[1], s[2], -0.5f, 1.f, 3);
+        }
 }
 
 TEST(Gemm, SmallBlockSizesExerciseEveryLoop) {
   // KC, MC, NC far below the shapes: several pc (beta accumulation), ic and jc blocks, and edge tiles in each.
-  GemmBlocking fast = gemm_blocking();
-  fast.KC = 7, fast.MC = 2 * fast.MR, fast.NC = 3 * fast.NR;
-  GemmBlocking ref = gemm_blocking_ref();
-  ref.KC = 5, ref.MC = 3 * ref.MR, ref.NC = 2 * ref.NR;
-  for (const auto* bs : {&fast, &ref})
+  for (auto [isa, k] : kernels_here()) {
+    GemmKernel bs = *k;
+    bs.KC = 6, bs.MC = 2 * bs.MR, bs.NC = 3 * bs.NR;
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
-        check_gemm(*bs, ta, tb, 41, 75, 30, 1.f, 0.f, 1);
-        check_gemm(*bs, ta, tb, 41, 75, 30, 2.f, 0.5f);
+        check_gemm(bs, ta, tb, 41, 75, 31, 1.f, 0.f, 1);
+        check_gemm(bs, ta, tb, 41, 75, 31, 2.f, 0.5f);
       }
+  }
 }
 
 TEST(Gemm, ZeroDepthScalesC) {
-  std::vector<float> C = {1, 2, 3, 4};
-  sgemm(false, false, 2, 2, 0, 1.f, nullptr, 0, nullptr, 2, 0.5f, C.data(), 2);
-  EXPECT_EQ(C, (std::vector<float>{0.5f, 1, 1.5f, 2}));
+  for (Precision p : {Precision::kFp32, Precision::kBf16}) {
+    std::vector<float> C = {1, 2, 3, 4};
+    gemm(p, false, false, 2, 2, 0, 1.f, nullptr, 0, nullptr, 2, 0.5f, C.data(), 2);
+    EXPECT_EQ(C, (std::vector<float>{0.5f, 1, 1.5f, 2}));
+  }
+}
+
+// The tier in use: FRONTIER_ISA (CTest runs the suite once per tier this CPU has) or the best one.
+TEST(Gemm, ActiveTierIsTheRequestedOne) {
+  Isa want;
+  ASSERT_TRUE(isa_from_env(&want).ok());
+  EXPECT_EQ(active_isa(), want);
+  EXPECT_EQ(&gemm_kernel(Precision::kFp32), &gemm_kernel_for(want, Precision::kFp32));
+  std::printf("tier %s: %s\n", isa_name(active_isa()), kernels_banner().c_str());
 }
 
 TEST(Gemm, ThreadCountDoesNotChangeBits) {
   const int64_t M = 300, N = 520, K = 700;
   auto A = rand_vec(M * K, 21), B = rand_vec(N * K, 22);
-  std::vector<float> c1(M * N), c2(M * N);
-  int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
-  sgemm(false, true, M, N, K, 1.f, A.data(), K, B.data(), K, 0.f, c1.data(), N);
-  omp_set_num_threads(2);
-  sgemm(false, true, M, N, K, 1.f, A.data(), K, B.data(), K, 0.f, c2.data(), N);
-  omp_set_num_threads(saved);
-  EXPECT_EQ(c1, c2);
-}
-
-// sgemm_symmetric computes the lower tiles and mirrors: bit-identical to sgemm for the symmetric products Muon uses
-// (X X^T, X^T X, and b S + c S S with S symmetric), at sizes with edge tiles.
-TEST(Gemm, SymmetricEqualsFullProductBitwise) {
-  for (int64_t M : {5, 37, 100, 257}) {
-    const int64_t K = 3 * M + 11;
-    auto X = rand_vec(M * K, 31);
-    std::vector<float> full(M * M), sym(M * M, 7.f);
-    sgemm(false, true, M, M, K, 1.f, X.data(), K, X.data(), K, 0.f, full.data(), M);  // X X^T
-    sgemm_symmetric(false, true, M, K, 1.f, X.data(), K, X.data(), K, 0.f, sym.data(), M);
-    ASSERT_EQ(full, sym) << "X X^T, M=" << M;
-    sgemm(true, false, M, M, K, 1.f, X.data(), M, X.data(), M, 0.f, full.data(), M);  // X^T X, X (K, M)
-    sgemm_symmetric(true, false, M, K, 1.f, X.data(), M, X.data(), M, 0.f, sym.data(), M);
-    ASSERT_EQ(full, sym) << "X^T X, M=" << M;
-    const std::vector<float> S = full;  // symmetric
-    std::vector<float> c_full = S, c_sym = S;
-    sgemm(false, false, M, M, M, 0.7f, S.data(), M, S.data(), M, -1.3f, c_full.data(), M);  // -1.3 S + 0.7 S S
-    sgemm_symmetric(false, false, M, M, 0.7f, S.data(), M, S.data(), M, -1.3f, c_sym.data(), M);
-    ASSERT_EQ(c_full, c_sym) << "S S, M=" << M;
+  for (Precision p : {Precision::kFp32, Precision::kBf16}) {
+    std::vector<float> c1(M * N), c2(M * N);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    gemm(p, false, true, M, N, K, 1.f, A.data(), K, B.data(), K, 0.f, c1.data(), N);
+    omp_set_num_threads(2);
+    gemm(p, false, true, M, N, K, 1.f, A.data(), K, B.data(), K, 0.f, c2.data(), N);
+    omp_set_num_threads(saved);
+    EXPECT_EQ(c1, c2) << precision_name(p);
   }
 }
 
-// A B packed once (sgemm_pack_b over (Kp, Np)) and used through a prefix (K <= Kp rows, N <= Np columns) gives
-// the same bits as sgemm on that prefix: the same K blocking and per-element order. Both layouts of A and of B.
-TEST(Gemm, PrepackedBPrefixEqualsSgemm) {
-  const int64_t Kp = 700, Np = 77;  // Kp > KC: two depth blocks; Np: a partial last panel
-  for (bool ta : {false, true})
-    for (bool tb : {false, true})
-      for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{13, 77, 700}, {100, 40, 333}, {7, 16, 1}}) {
-        const int64_t ldb = tb ? Kp : Np, lda = ta ? M : K;
-        auto A = rand_vec(M * K, 41), Bfull = rand_vec((tb ? Np : Kp) * ldb, 42);
-        float* Bp = static_cast<float*>(std::aligned_alloc(64, sgemm_packed_b_floats(Kp, Np) * sizeof(float)));
-        sgemm_pack_b(tb, Kp, Np, Bfull.data(), ldb, Bp);
-        std::vector<float> want(M * N, 1.f), got(M * N, 1.f);
-        sgemm(ta, tb, M, N, K, 0.5f, A.data(), lda, Bfull.data(), ldb, 2.f, want.data(), N);
-        sgemm_prepacked_b(ta, M, N, K, 0.5f, A.data(), lda, Bp, Kp, 2.f, got.data(), N);
-        std::free(Bp);
-        EXPECT_EQ(want, got) << "ta=" << ta << " tb=" << tb << " M=" << M << " N=" << N << " K=" << K;
-      }
+// gemm_symmetric computes the lower tiles and mirrors: bit-identical to gemm for the symmetric products Muon uses
+// (X X^T, X^T X, and b S + c S S with S symmetric), at sizes with edge tiles, in both precisions.
+TEST(Gemm, SymmetricEqualsFullProductBitwise) {
+  for (Precision p : {Precision::kFp32, Precision::kBf16})
+    for (int64_t M : {5, 37, 100, 257}) {
+      const int64_t K = 3 * M + 11;
+      auto X = rand_vec(M * K, 31);
+      std::vector<float> full(M * M), sym(M * M, 7.f);
+      gemm(p, false, true, M, M, K, 1.f, X.data(), K, X.data(), K, 0.f, full.data(), M);  // X X^T
+      gemm_symmetric(p, false, true, M, K, 1.f, X.data(), K, X.data(), K, 0.f, sym.data(), M);
+      ASSERT_EQ(full, sym) << "X X^T, M=" << M << " " << precision_name(p);
+      gemm(p, true, false, M, M, K, 1.f, X.data(), M, X.data(), M, 0.f, full.data(), M);  // X^T X, X (K, M)
+      gemm_symmetric(p, true, false, M, K, 1.f, X.data(), M, X.data(), M, 0.f, sym.data(), M);
+      ASSERT_EQ(full, sym) << "X^T X, M=" << M << " " << precision_name(p);
+      const std::vector<float> S = full;  // symmetric
+      std::vector<float> c_full = S, c_sym = S;
+      gemm(p, false, false, M, M, M, 0.7f, S.data(), M, S.data(), M, -1.3f, c_full.data(), M);  // -1.3 S + 0.7 S S
+      gemm_symmetric(p, false, false, M, M, 0.7f, S.data(), M, S.data(), M, -1.3f, c_sym.data(), M);
+      ASSERT_EQ(c_full, c_sym) << "S S, M=" << M << " " << precision_name(p);
+    }
+}
+
+// A B packed once (gemm_pack_b over (Kp, Np)) and used through a prefix (K <= Kp rows, N <= Np columns) gives
+// the same bits as gemm on that prefix: the same K blocking and per-element order. Both layouts of A and of B, both
+// precisions (bf16: odd K reads half a pair against A's zero padding).
+TEST(Gemm, PrepackedBPrefixEqualsGemm) {
+  const int64_t Kp = 1101, Np = 77;  // Kp > KC: several depth blocks; Np: a partial last panel
+  for (Precision p : {Precision::kFp32, Precision::kBf16})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{13, 77, 1101}, {100, 40, 333}, {7, 16, 1}}) {
+          const int64_t ldb = tb ? Kp : Np, lda = ta ? M : K;
+          auto A = rand_vec(M * K, 41), Bfull = rand_vec((tb ? Np : Kp) * ldb, 42);
+          Aligned Bp(gemm_packed_b_bytes(p, Kp, Np));
+          gemm_pack_b(p, tb, Kp, Np, Bfull.data(), ldb, Bp.p);
+          std::vector<float> want(M * N, 1.f), got(M * N, 1.f);
+          gemm(p, ta, tb, M, N, K, 0.5f, A.data(), lda, Bfull.data(), ldb, 2.f, want.data(), N);
+          gemm_prepacked_b(p, ta, M, N, K, 0.5f, A.data(), lda, Bp.p, Kp, 2.f, got.data(), N);
+          EXPECT_EQ(want, got) << precision_name(p) << " ta=" << ta << " tb=" << tb << " M=" << M << " N=" << N
+                               << " K=" << K;
+        }
+}
+
+TEST(Gemm, Bf16RoundingIsNearestEven) {
+  EXPECT_EQ(to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(to_bf16(1.0f + 0x1p-8f), 0x3f80);             // halfway, even below: down
+  EXPECT_EQ(to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);         // halfway, odd below: up
+  EXPECT_EQ(to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // above halfway: up
+  EXPECT_EQ(to_bf16(-2.5f), 0xc020);
+  EXPECT_TRUE(std::isnan(from_bf16(to_bf16(NAN))));
+  EXPECT_EQ(from_bf16(to_bf16(INFINITY)), INFINITY);
+  EXPECT_EQ(to_bf16(3.4e38f), 0x7f80);  // rounds up to inf, as vcvtneps2bf16 does
 }
 
 }  // namespace

@@ -85,17 +85,18 @@ Var linear(Tape& t, Var x, Var W) {
   bool rg = t.requires_grad(x) || t.requires_grad(W);
   ProfScope ps("linear", "fwd", 2.0 * M * N * K, kF * (M * K + N * K + M * N), {M, N, K});
   Var out = t.make(with_last(t.shape(x), N), rg);
-  sgemm(false, true, M, N, K, 1.f, t.value(x), K, t.value(W), K, 0.f, t.value(out), N);
+  const Precision prec = t.precision();
+  gemm(prec, false, true, M, N, K, 1.f, t.value(x), K, t.value(W), K, 0.f, t.value(out), N);
   if (rg)
-    t.node(out).backward = [&t, out, x, W, M, K, N]() {
+    t.node(out).backward = [&t, out, x, W, M, K, N, prec]() {
       const float *g = t.grad(out), *px = t.value(x), *pw = t.value(W);
       if (t.requires_grad(x)) {
         ProfScope ps("linear.dx", "bwd", 2.0 * M * N * K, kF * (M * N + N * K + 2 * M * K), {M, K, N});
-        sgemm(false, false, M, K, N, 1.f, g, N, pw, K, 1.f, t.grad(x), K);
+        gemm(prec, false, false, M, K, N, 1.f, g, N, pw, K, 1.f, t.grad(x), K);
       }
       if (t.requires_grad(W)) {
         ProfScope ps("linear.dW", "bwd", 2.0 * M * N * K, kF * (M * N + M * K + 2 * N * K), {N, K, M});
-        sgemm(true, false, N, K, M, 1.f, g, N, px, K, 1.f, t.grad(W), K);
+        gemm(prec, true, false, N, K, M, 1.f, g, N, px, K, 1.f, t.grad(W), K);
       }
     };
   return out;
@@ -388,9 +389,10 @@ Var causal_attention(Tape& t, Var q, Var k, Var v) {
   ProfScope ps("attention", "fwd", 2 * att_gemm, kF * (2 * nq + 2 * nk + B * H * T));
   Var out = t.make(sq, rg);
   auto lse = std::make_shared<std::vector<float>>(B * H * T);  // (B, H, T)
-  flash_attention_forward(t.value(out), lse->data(), t.value(q), t.value(k), t.value(v), B, T, H, Hkv, D);
+  const Precision prec = t.precision();
+  flash_attention_forward(t.value(out), lse->data(), t.value(q), t.value(k), t.value(v), B, T, H, Hkv, D, prec);
   if (rg)
-    t.node(out).backward = [&t, out, q, k, v, lse, B, T, H, Hkv, D, att_gemm, nq, nk]() {
+    t.node(out).backward = [&t, out, q, k, v, lse, B, T, H, Hkv, D, att_gemm, nq, nk, prec]() {
       ProfScope ps("attention", "bwd", 5 * att_gemm, kF * (5 * nq + 6 * nk + B * H * T));
       // The kernel writes all three; inputs without grad get scratch space.
       std::vector<float> sq_, sk_, sv_;
@@ -401,7 +403,7 @@ Var causal_attention(Tape& t, Var q, Var k, Var v) {
       };
       float *dq = dst(q, sq_), *dk = dst(k, sk_), *dv = dst(v, sv_);
       flash_attention_backward(dq, dk, dv, t.grad(out), t.value(out), lse->data(), t.value(q), t.value(k),
-                               t.value(v), B, T, H, Hkv, D);
+                               t.value(v), B, T, H, Hkv, D, prec);
     };
   return out;
 }
@@ -416,13 +418,14 @@ Var lm_head_softcap_ce(Tape& t, Var x, Var W, const int32_t* targets, float cap,
   Var out = t.make({1}, rg);
   auto tg = std::make_shared<std::vector<int32_t>>(targets, targets + N);
   auto lse = std::make_shared<std::vector<float>>(N);
+  const Precision prec = t.precision();
   t.value(out)[0] =
-      lm_head_ce_forward(row_losses, lse->data(), t.value(x), t.value(W), tg->data(), N, C, V, cap, vchunk);
+      lm_head_ce_forward(row_losses, lse->data(), t.value(x), t.value(W), tg->data(), N, C, V, cap, vchunk, prec);
   if (rg)
-    t.node(out).backward = [&t, out, x, W, tg, lse, N, C, V, cap, vchunk]() {
+    t.node(out).backward = [&t, out, x, W, tg, lse, N, C, V, cap, vchunk, prec]() {
       ProfScope ps("lm_head_ce", "bwd", 6.0 * N * V * C + 8.0 * N * V, kF * (3 * N * C + 3 * V * C), {N, V, C});
       lm_head_ce_backward(t.requires_grad(x) ? t.grad(x) : nullptr, t.requires_grad(W) ? t.grad(W) : nullptr,
-                          t.grad(out)[0], lse->data(), t.value(x), t.value(W), tg->data(), N, C, V, cap, vchunk);
+                          t.grad(out)[0], lse->data(), t.value(x), t.value(W), tg->data(), N, C, V, cap, vchunk, prec);
     };
   return out;
 }

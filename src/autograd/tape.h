@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "autograd/buffer_pool.h"
+#include "kernels/precision.h"
 
 namespace frontier {
 
@@ -54,10 +55,15 @@ class Tape {
   bool requires_grad(Var v) { return nodes_[v.id]->requires_grad; }
   void backward(Var scalar_loss, float seed = 1.f);  // d loss / d loss = seed (1/accum for accumulation)
   void clear() { nodes_.clear(); }
+  // The precision of the GEMMs that ops recorded on this tape run (linear, attention, lm_head; forward and
+  // backward): like PyTorch's autocast region. Values, gradients and everything else stay fp32.
+  Precision precision() const { return precision_; }
+  void set_precision(Precision p) { precision_ = p; }
   size_t size() const { return nodes_.size(); }
 
  private:
   std::vector<std::unique_ptr<Node>> nodes_;
+  Precision precision_ = Precision::kFp32;
 };
 
 // ---- primitive ops (src/autograd/ops.cpp) ----

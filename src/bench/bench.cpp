@@ -133,12 +133,12 @@ std::vector<float> rand_vec(size_t n, uint32_t seed) {
 
 Status run_bench(const BenchOptions& o, BenchReport* out) {
   const int threads = omp_get_max_threads();
-  const Ceilings ceil = machine_ceilings(threads, o.peak_gflops, o.mem_gbs);
+  const Ceilings ceil = machine_ceilings(threads, Precision::kFp32, o.peak_gflops, o.mem_gbs);
   const double peak = ceil.peak_gflops, mem = ceil.mem_gbs;
   const std::string src = ceil.source;
   auto& J = out->json;
   J = {{"machine", {{"threads", threads}, {"fma_peak_gflops", peak}, {"mem_gbs", mem}, {"peak_source", src},
-                    {"gemm_kernel", gemm_blocking().name}}},
+                    {"gemm_kernel", gemm_kernel(Precision::kFp32).name}}},
        {"gemm", nlohmann::json::array()}, {"attention", nlohmann::json::array()}, {"train", nlohmann::json::array()}};
   OpenBlas blas(threads);
   J["machine"]["openblas"] = blas.sgemm ? blas.path : "not installed (apt-get install libopenblas0-pthread)";

@@ -1,6 +1,5 @@
 #include "calibrate/calibrate.h"
 
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "data/default_corpus.h"
+#include "kernels/peak.h"
 #include "util/file.h"
 
 namespace frontier {
@@ -17,25 +17,58 @@ namespace frontier {
 namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+const char* kJsonKey[3][2] = {{"fma_gflops", "fma_gflops_1t"},
+                              {"avx512_gflops", "avx512_gflops_1t"},
+                              {"bf16_gflops", "bf16_gflops_1t"}};
 }  // namespace
 
-double measure_fma_gflops(int threads) {
-  const int64_t iters = 20'000'000;
+const char* peak_unit_name(PeakUnit u) {
+  switch (u) {
+    case PeakUnit::kAvx2Fma: return "avx2 fp32 fma";
+    case PeakUnit::kAvx512Fma: return "avx512 fp32 fma";
+    case PeakUnit::kBf16Dot: return "avx512bf16 bf16 dot";
+  }
+  return "?";
+}
+
+bool peak_unit_supported(PeakUnit u) {
+  switch (u) {
+    case PeakUnit::kAvx2Fma: return isa_supported(Isa::kAvx2);
+    case PeakUnit::kAvx512Fma: return isa_supported(Isa::kAvx512);
+    case PeakUnit::kBf16Dot: return isa_supported(Isa::kAvx512Bf16);
+  }
+  return false;
+}
+
+PeakUnit peak_unit_for(Precision p, Isa t) {
+  if (p == Precision::kBf16 && t == Isa::kAvx512Bf16) return PeakUnit::kBf16Dot;
+  if (t == Isa::kAvx512 || t == Isa::kAvx512Bf16) return PeakUnit::kAvx512Fma;
+  return PeakUnit::kAvx2Fma;
+}
+
+double Calibration::peak(PeakUnit u) const {
+  return u == PeakUnit::kAvx2Fma ? fma_gflops : u == PeakUnit::kAvx512Fma ? avx512_gflops : bf16_gflops;
+}
+double Calibration::peak_1t(PeakUnit u) const {
+  return u == PeakUnit::kAvx2Fma ? fma_gflops_1t : u == PeakUnit::kAvx512Fma ? avx512_gflops_1t : bf16_gflops_1t;
+}
+
+double measure_peak_gflops(PeakUnit u, int threads) {
+  if (!peak_unit_supported(u)) return 0;
+  const int64_t iters = 8'000'000;
   double best = 0;
   for (int rep = 0; rep < 3; rep++) {
+    double flops = 0;
     auto t0 = Clock::now();
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) reduction(+ : flops)
     {
-      __m256 a[10];  // 10 independent chains hide the FMA latency (4 cycles) on 2 ports
-      for (int i = 0; i < 10; i++) a[i] = _mm256_set1_ps(1.0f + 1e-3f * i);
-      const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-      for (int64_t i = 0; i < iters; i++)
-        for (int k = 0; k < 10; k++) a[k] = _mm256_fmadd_ps(a[k], b, c);
-      float sink = 0;
-      for (int i = 0; i < 10; i++) sink += _mm256_cvtss_f32(a[i]);
-      if (sink == 12345.f) std::printf(" ");
+      switch (u) {
+        case PeakUnit::kAvx2Fma: flops += peak_loop_avx2_fma(iters); break;
+        case PeakUnit::kAvx512Fma: flops += peak_loop_avx512_fma(iters / 2); break;
+        case PeakUnit::kBf16Dot: flops += peak_loop_avx512bf16_dot(iters / 4); break;
+      }
     }
-    best = std::max(best, threads * iters * 10.0 * 16.0 / since(t0) / 1e9);  // 8 lanes x 2 FLOPs
+    best = std::max(best, flops / since(t0) / 1e9);
   }
   return best;
 }
@@ -58,8 +91,13 @@ double measure_triad_gbs(int threads) {
 Calibration calibrate(int threads) {
   Calibration c;
   c.threads = threads;
-  c.fma_gflops_1t = measure_fma_gflops(1);
-  c.fma_gflops = threads > 1 ? measure_fma_gflops(threads) : c.fma_gflops_1t;
+  double* fields[3][2] = {{&c.fma_gflops_1t, &c.fma_gflops},
+                          {&c.avx512_gflops_1t, &c.avx512_gflops},
+                          {&c.bf16_gflops_1t, &c.bf16_gflops}};
+  for (int u = 0; u < 3; u++) {
+    *fields[u][0] = measure_peak_gflops(static_cast<PeakUnit>(u), 1);
+    *fields[u][1] = threads > 1 ? measure_peak_gflops(static_cast<PeakUnit>(u), threads) : *fields[u][0];
+  }
   c.mem_gbs_1t = measure_triad_gbs(1);
   c.mem_gbs = threads > 1 ? measure_triad_gbs(threads) : c.mem_gbs_1t;
   return c;
@@ -70,8 +108,12 @@ std::string calibration_path() { return frontier_cache_dir() + "/calibration.jso
 Status save_calibration(const Calibration& c, const std::string& path) {
   std::string dir = path.substr(0, path.rfind('/'));
   FRONTIER_RETURN_IF_ERROR(make_dirs(dir));
-  nlohmann::json j = {{"threads", c.threads},     {"fma_gflops_1t", c.fma_gflops_1t}, {"fma_gflops", c.fma_gflops},
-                      {"mem_gbs_1t", c.mem_gbs_1t}, {"mem_gbs", c.mem_gbs}};
+  nlohmann::json j = {{"threads", c.threads}, {"mem_gbs_1t", c.mem_gbs_1t}, {"mem_gbs", c.mem_gbs},
+                      {"cpu", cpu_features().cpu_name}, {"cpu_features", cpu_feature_list()}};
+  for (int u = 0; u < 3; u++) {
+    j[kJsonKey[u][0]] = c.peak(static_cast<PeakUnit>(u));
+    j[kJsonKey[u][1]] = c.peak_1t(static_cast<PeakUnit>(u));
+  }
   return write_file_atomic(path, j.dump(2) + "\n");
 }
 
@@ -79,24 +121,32 @@ bool load_calibration(const std::string& path, int threads, Calibration* c) {
   std::string text;
   if (!read_file(path, &text).ok()) return false;
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || j.value("threads", 0) != threads || !(j.value("fma_gflops", 0.0) > 0)) return false;
+  if (j.is_discarded() || !j.is_object() || j.value("threads", 0) != threads || !(j.value("fma_gflops", 0.0) > 0))
+    return false;
+  for (int u = 1; u < 3; u++)  // a file written before this unit was measured, or on another CPU
+    if (peak_unit_supported(static_cast<PeakUnit>(u)) && !(j.value(kJsonKey[u][0], 0.0) > 0)) return false;
   c->threads = threads;
   c->fma_gflops_1t = j.value("fma_gflops_1t", 0.0);
   c->fma_gflops = j.value("fma_gflops", 0.0);
+  c->avx512_gflops_1t = j.value("avx512_gflops_1t", 0.0);
+  c->avx512_gflops = j.value("avx512_gflops", 0.0);
+  c->bf16_gflops_1t = j.value("bf16_gflops_1t", 0.0);
+  c->bf16_gflops = j.value("bf16_gflops", 0.0);
   c->mem_gbs_1t = j.value("mem_gbs_1t", 0.0);
   c->mem_gbs = j.value("mem_gbs", 0.0);
   return true;
 }
 
-Ceilings machine_ceilings(int threads, double peak_gflops, double mem_gbs) {
-  Ceilings c{peak_gflops, mem_gbs, "given"};
+Ceilings machine_ceilings(int threads, Precision p, double peak_gflops, double mem_gbs) {
+  const PeakUnit unit = peak_unit_for(p, active_isa());
+  Ceilings c{peak_gflops, mem_gbs, "given", peak_gflops > 0 ? "given" : peak_unit_name(unit)};
   Calibration cal;
   if (c.peak_gflops <= 0 && load_calibration(calibration_path(), threads, &cal)) {
-    c.peak_gflops = cal.fma_gflops;
+    c.peak_gflops = cal.peak(unit);
     if (c.mem_gbs <= 0) c.mem_gbs = cal.mem_gbs;
     c.source = "calibration file";
   } else if (c.peak_gflops <= 0) {
-    c.peak_gflops = measure_fma_gflops(threads);
+    c.peak_gflops = measure_peak_gflops(unit, threads);
     c.source = "measured now";
   }
   if (c.mem_gbs <= 0) c.mem_gbs = measure_triad_gbs(threads);

@@ -1,7 +1,8 @@
 // The portable 5-loop GEMM driver (BLIS frame/3/gemm): jc over NC columns of C, pc over KC of the depth (pack a
 // KC x NC block of op(B) once), then tasks of (MC rows x a group of NR panels) in parallel, each packing its MC x KC
 // block of op(A) and running the microkernel over MR x NR tiles. Edge tiles go through a zero-padded tile buffer.
-// Cost: 2*M*N*K FLOPs; packing moves M*K*ceil(N/NC) + K*N floats, negligible at the model's shapes.
+// Packing is where bf16 operands are made: fp32 is rounded to bf16 and laid out in k pairs (gemm.h).
+// Cost: 2*M*N*K FLOPs; packing moves M*K*ceil(N/NC) + K*N elements, negligible at the model's shapes.
 #include "kernels/gemm.h"
 
 #include <omp.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/gemm_kernels.h"
 #include "util/status.h"
 
 namespace frontier {
@@ -20,71 +22,101 @@ namespace {
 
 // 64-byte aligned scratch that only grows; one per thread (packed A) and one per calling thread (packed B).
 struct AlignedBuf {
-  float* p = nullptr;
+  void* p = nullptr;
   size_t n = 0;
-  float* get(size_t want) {
+  template <typename T>
+  T* get(size_t elems) {
+    const size_t want = elems * sizeof(T);
     if (want > n) {
       std::free(p);
-      n = (want + 15) & ~size_t(15);
-      p = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+      n = (want + 63) & ~size_t(63);
+      p = std::aligned_alloc(64, n);
       FRONTIER_CHECK(p != nullptr);
     }
-    return p;
+    return static_cast<T*>(p);
   }
   ~AlignedBuf() { std::free(p); }
 };
 
-// Packs rows [i0, i0+mc) x depth [p0, p0+kc) of op(A) into micro-panels of MR rows, k-major, zero-padded.
-void pack_a(const GemmBlocking& bs, bool trans, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
-            int64_t kc, float* out) {
-  const int MR = bs.MR;
+template <typename T>
+inline T convert(float x);
+template <>
+inline float convert<float>(float x) { return x; }
+template <>
+inline uint16_t convert<uint16_t>(float x) { return to_bf16(x); }
+
+// Packed elements per k-group: 1 for fp32, 2 (a bf16 pair) for bf16.
+template <typename T>
+constexpr int kPack = 4 / static_cast<int>(sizeof(T));
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Packs rows [i0, i0+mc) x depth [p0, p0+kc) of op(A) into micro-panels of MR rows (layout in gemm.h),
+// zero-padded in rows and in the odd k of a bf16 pair.
+template <typename T>
+void pack_a(int MR, bool trans, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+            T* out) {
+  constexpr int kp = kPack<T>;
+  const int64_t kcp = round_up(kc, kp);
   for (int64_t ip = 0; ip < mc; ip += MR) {
     const int64_t mr = std::min<int64_t>(MR, mc - ip);
-    float* dst = out + ip * kc;
+    T* dst = out + ip * kcp;
+    auto at = [&](int64_t k, int64_t i) -> T& { return dst[(k / kp) * kp * MR + i * kp + k % kp]; };
     if (!trans) {
       for (int64_t i = 0; i < mr; i++) {
         const float* src = A + (i0 + ip + i) * lda + p0;
-        for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = src[k];
+        if constexpr (kp == 1) {
+          for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = src[k];
+        } else {
+          for (int64_t k = 0; k < kc; k++) at(k, i) = convert<T>(src[k]);
+        }
       }
     } else {
       for (int64_t k = 0; k < kc; k++) {
         const float* src = A + (p0 + k) * lda + i0 + ip;
-        for (int64_t i = 0; i < mr; i++) dst[k * MR + i] = src[i];
+        for (int64_t i = 0; i < mr; i++) at(k, i) = convert<T>(src[i]);
       }
     }
+    for (int64_t k = kc; k < kcp; k++)
+      for (int64_t i = 0; i < mr; i++) at(k, i) = T(0);
     for (int64_t i = mr; i < MR; i++)
-      for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = 0.f;
+      for (int64_t k = 0; k < kcp; k++) at(k, i) = T(0);
   }
 }
 
-// Packs depth [p0, p0+kc) x columns [j0, j0+nc) of op(B) into micro-panels of NR columns, k-major, zero-padded.
-void pack_b_panel(const GemmBlocking& bs, bool trans, const float* B, int64_t ldb, int64_t j0, int64_t nr,
-                  int64_t p0, int64_t kc, float* dst) {
-  const int NR = bs.NR;
+// Packs depth [p0, p0+kc) x columns [j0, j0+nr) of op(B) into one micro-panel of NR columns, zero-padded.
+template <typename T>
+void pack_b_panel(int NR, bool trans, const float* B, int64_t ldb, int64_t j0, int64_t nr, int64_t p0, int64_t kc,
+                  T* dst) {
+  constexpr int kp = kPack<T>;
+  const int64_t kcp = round_up(kc, kp);
+  auto at = [&](int64_t k, int64_t j) -> T& { return dst[(k / kp) * kp * NR + j * kp + k % kp]; };
   if (!trans) {
     for (int64_t k = 0; k < kc; k++) {
       const float* src = B + (p0 + k) * ldb + j0;
-      float* d = dst + k * NR;
-      for (int64_t j = 0; j < nr; j++) d[j] = src[j];
-      for (int64_t j = nr; j < NR; j++) d[j] = 0.f;
+      for (int64_t j = 0; j < nr; j++) at(k, j) = convert<T>(src[j]);
     }
   } else {
     for (int64_t j = 0; j < nr; j++) {
       const float* src = B + (j0 + j) * ldb + p0;
-      for (int64_t k = 0; k < kc; k++) dst[k * NR + j] = src[k];
+      for (int64_t k = 0; k < kc; k++) at(k, j) = convert<T>(src[k]);
     }
-    for (int64_t j = nr; j < NR; j++)
-      for (int64_t k = 0; k < kc; k++) dst[k * NR + j] = 0.f;
   }
+  for (int64_t k = kc; k < kcp; k++)
+    for (int64_t j = 0; j < nr; j++) at(k, j) = T(0);
+  for (int64_t k = 0; k < kcp; k++)
+    for (int64_t j = nr; j < NR; j++) at(k, j) = T(0);
 }
 
 // The macro-kernel (BLIS's loops 2 and 1): C rows [ic, ic+mc) x the columns of B panels [q0, q1) (panel q covers
-// columns jc + q*NR, at Bp + q*panel_stride) from packed A (mc, kc). Edge tiles go through a zero-padded tile.
-// lower: tiles strictly above the diagonal are skipped.
-void macro_kernel(const GemmBlocking& bs, bool lower, int64_t kc, const float* Ap, int64_t mc, int64_t ic,
-                  const float* Bp, int64_t panel_stride, int64_t q0, int64_t q1, int64_t jc, int64_t N, float alpha,
-                  float beta_k, float* C, int64_t ldc) {
+// columns jc + q*NR, at Bp + q*panel_stride elements) from packed A (mc, kc). Edge tiles go through a zero-padded
+// tile. lower: tiles strictly above the diagonal are skipped.
+template <typename T>
+void macro_kernel(const GemmKernel& bs, bool lower, int64_t kc, const T* Ap, int64_t mc, int64_t ic, const T* Bp,
+                  int64_t panel_stride, int64_t q0, int64_t q1, int64_t jc, int64_t N, float alpha, float beta_k,
+                  float* C, int64_t ldc) {
   const int MR = bs.MR, NR = bs.NR;
+  const int64_t kcp = round_up(kc, kPack<T>);
   alignas(64) float tile[16 * 32];
   FRONTIER_CHECK(MR * NR <= 16 * 32);
   for (int64_t q = q0; q < q1; q++) {
@@ -93,8 +125,8 @@ void macro_kernel(const GemmBlocking& bs, bool lower, int64_t kc, const float* A
       const int64_t mr = std::min<int64_t>(MR, mc - ip);
       if (lower && j >= ic + ip + mr) continue;  // strictly above the diagonal
       float* c = C + (ic + ip) * ldc + j;
-      const float* a = Ap + ip * kc;
-      const float* b = Bp + q * panel_stride;
+      const T* a = Ap + ip * kcp;
+      const T* b = Bp + q * panel_stride;
       if (mr == MR && nr == NR) {
         bs.ukernel(kc, a, b, c, ldc, alpha, beta_k);
       } else {  // edge tile: compute the full tile into scratch, then combine the valid part
@@ -110,21 +142,23 @@ void macro_kernel(const GemmBlocking& bs, bool lower, int64_t kc, const float* A
   }
 }
 
+void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {  // C = beta * C
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
+}
+
 // The driver. lower: only tiles with an element on or below the diagonal are computed (symmetric products).
-void gemm_driver(const GemmBlocking& bs, bool lower, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+template <typename T>
+void gemm_driver(const GemmKernel& bs, bool lower, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   FRONTIER_CHECK(M >= 0 && N >= 0 && K >= 0 && ldc >= N);
   FRONTIER_CHECK(lda >= (ta ? M : K) && ldb >= (tb ? K : N));
+  FRONTIER_CHECK(bs.KC % 2 == 0);
   if (M == 0 || N == 0) return;
-  if (K == 0 || alpha == 0.f) {  // C = beta * C
-    for (int64_t i = 0; i < M; i++)
-      for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
-    return;
-  }
+  if (K == 0 || alpha == 0.f) return scale_c(M, N, beta, C, ldc);
   const int MR = bs.MR, NR = bs.NR;
   const int64_t KC = bs.KC, MC = bs.MC, NC = bs.NC;
   static thread_local AlignedBuf bbuf;
-  (void)MR;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const int64_t n_ic = (M + MC - 1) / MC;
   for (int64_t jc = 0; jc < N; jc += NC) {
@@ -139,12 +173,12 @@ void gemm_driver(const GemmBlocking& bs, bool lower, bool ta, bool tb, int64_t M
               : std::clamp<int64_t>((4 * threads + n_ic - 1) / n_ic, 1, std::max<int64_t>(1, n_panels / 8));
     const int64_t per_group = (n_panels + groups - 1) / groups;
     for (int64_t pc = 0; pc < K; pc += KC) {
-      const int64_t kc = std::min(KC, K - pc);
+      const int64_t kc = std::min(KC, K - pc), kcp = round_up(kc, kPack<T>);
       const float beta_k = pc == 0 ? beta : 1.f;
-      float* Bp = bbuf.get(static_cast<size_t>(n_panels) * NR * kc);
+      T* Bp = bbuf.get<T>(static_cast<size_t>(n_panels) * NR * kcp);
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && n_panels > 1)
       for (int64_t q = 0; q < n_panels; q++)
-        pack_b_panel(bs, tb, B, ldb, jc + q * NR, std::min<int64_t>(NR, nc - q * NR), pc, kc, Bp + q * NR * kc);
+        pack_b_panel<T>(NR, tb, B, ldb, jc + q * NR, std::min<int64_t>(NR, nc - q * NR), pc, kc, Bp + q * NR * kcp);
       const int64_t tasks = n_ic * groups;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && tasks > 1)
       for (int64_t t = 0; t < tasks; t++) {
@@ -153,69 +187,107 @@ void gemm_driver(const GemmBlocking& bs, bool lower, bool ta, bool tb, int64_t M
         const int64_t mc = std::min(MC, M - ic);
         const int64_t q0 = g * per_group, q1 = std::min(n_panels, q0 + per_group);
         if (q0 >= q1) continue;
-        float* Ap = abuf.get(static_cast<size_t>((mc + MR - 1) / MR) * MR * kc);
-        pack_a(bs, ta, A, lda, ic, mc, pc, kc, Ap);
-        macro_kernel(bs, lower, kc, Ap, mc, ic, Bp, NR * kc, q0, q1, jc, N, alpha, beta_k, C, ldc);
+        T* Ap = abuf.get<T>(static_cast<size_t>((mc + MR - 1) / MR) * MR * kcp);
+        pack_a<T>(MR, ta, A, lda, ic, mc, pc, kc, Ap);
+        macro_kernel<T>(bs, lower, kc, Ap, mc, ic, Bp, NR * kcp, q0, q1, jc, N, alpha, beta_k, C, ldc);
       }
+    }
+  }
+}
+
+void driver(const GemmKernel& bs, bool lower, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (bs.prec == Precision::kBf16)
+    gemm_driver<uint16_t>(bs, lower, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  else
+    gemm_driver<float>(bs, lower, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+template <typename T>
+void pack_b_all(const GemmKernel& bs, bool tb, int64_t K, int64_t N, const float* B, int64_t ldb, T* Bp) {
+  const int64_t Kpad = round_up(K, kPack<T>);
+  for (int64_t q = 0; q * bs.NR < N; q++)
+    pack_b_panel<T>(bs.NR, tb, B, ldb, q * bs.NR, std::min<int64_t>(bs.NR, N - q * bs.NR), 0, K, Bp + q * bs.NR * Kpad);
+}
+
+template <typename T>
+void prepacked(const GemmKernel& bs, bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+               int64_t lda, const T* Bp, int64_t Kp, float beta, float* C, int64_t ldc) {
+  static thread_local AlignedBuf abuf;
+  const int64_t n_panels = (N + bs.NR - 1) / bs.NR, Kpad = round_up(Kp, kPack<T>);
+  for (int64_t pc = 0; pc < K; pc += bs.KC) {
+    const int64_t kc = std::min<int64_t>(bs.KC, K - pc), kcp = round_up(kc, kPack<T>);
+    const float beta_k = pc == 0 ? beta : 1.f;
+    for (int64_t ic = 0; ic < M; ic += bs.MC) {
+      const int64_t mc = std::min<int64_t>(bs.MC, M - ic);
+      T* Ap = abuf.get<T>(static_cast<size_t>((mc + bs.MR - 1) / bs.MR) * bs.MR * kcp);
+      pack_a<T>(bs.MR, ta, A, lda, ic, mc, pc, kc, Ap);
+      // Panel q's depth pc starts pc rows into it (pc is even, so on a pair boundary): NR elements per k.
+      macro_kernel<T>(bs, false, kc, Ap, mc, ic, Bp + pc * bs.NR, bs.NR * Kpad, 0, n_panels, 0, N, alpha, beta_k, C,
+                      ldc);
     }
   }
 }
 
 }  // namespace
 
-void sgemm_with(const GemmBlocking& bs, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  gemm_driver(bs, false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+const GemmKernel& gemm_kernel_for(Isa t, Precision p) {
+  if (p == Precision::kBf16) return t == Isa::kAvx512Bf16 ? gemm_kernel_avx512bf16_bf16() : gemm_kernel_ref_bf16();
+  switch (t) {
+    case Isa::kRef: return gemm_kernel_ref_fp32();
+    case Isa::kAvx2: return gemm_kernel_avx2_fp32();
+    case Isa::kAvx512:
+    case Isa::kAvx512Bf16: return gemm_kernel_avx512_fp32();
+  }
+  return gemm_kernel_ref_fp32();
 }
 
-void sgemm_symmetric(bool ta, bool tb, int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
-                     const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  gemm_driver(gemm_blocking(), true, ta, tb, M, M, K, alpha, A, lda, B, ldb, beta, C, ldc);
+const GemmKernel& gemm_kernel(Precision p) { return gemm_kernel_for(active_isa(), p); }
+
+const GemmKernel& gemm_kernel_ref(Precision p) {
+  return p == Precision::kBf16 ? gemm_kernel_ref_bf16() : gemm_kernel_ref_fp32();
+}
+
+void gemm_with(const GemmKernel& bs, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+               int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  driver(bs, false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm(Precision p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+          const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  driver(gemm_kernel(p), false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_symmetric(Precision p, bool ta, bool tb, int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
+                    const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  driver(gemm_kernel(p), true, ta, tb, M, M, K, alpha, A, lda, B, ldb, beta, C, ldc);
   // Mirror the lower triangle; rows in parallel (each writes only its own row's upper part).
 #pragma omp parallel for schedule(dynamic, 16) if (M >= 128 && !omp_in_parallel())
   for (int64_t i = 0; i < M; i++)
     for (int64_t j = i + 1; j < M; j++) C[i * ldc + j] = C[j * ldc + i];
 }
 
-int64_t sgemm_packed_b_floats(int64_t K, int64_t N) {
-  const int NR = gemm_blocking().NR;
-  return (N + NR - 1) / NR * NR * K;
+int64_t gemm_packed_b_bytes(Precision p, int64_t K, int64_t N) {
+  const GemmKernel& bs = gemm_kernel(p);
+  return (N + bs.NR - 1) / bs.NR * bs.NR * round_up(K, bs.kp()) * bs.elem_bytes();
 }
 
-void sgemm_pack_b(bool tb, int64_t K, int64_t N, const float* B, int64_t ldb, float* Bp) {
-  const GemmBlocking& bs = gemm_blocking();
-  for (int64_t q = 0; q * bs.NR < N; q++)
-    pack_b_panel(bs, tb, B, ldb, q * bs.NR, std::min<int64_t>(bs.NR, N - q * bs.NR), 0, K, Bp + q * bs.NR * K);
+void gemm_pack_b(Precision p, bool tb, int64_t K, int64_t N, const float* B, int64_t ldb, void* Bp) {
+  const GemmKernel& bs = gemm_kernel(p);
+  if (bs.prec == Precision::kBf16) pack_b_all(bs, tb, K, N, B, ldb, static_cast<uint16_t*>(Bp));
+  else pack_b_all(bs, tb, K, N, B, ldb, static_cast<float*>(Bp));
 }
 
-void sgemm_prepacked_b(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                       const float* Bp, int64_t Kp, float beta, float* C, int64_t ldc) {
+void gemm_prepacked_b(Precision p, bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                      int64_t lda, const void* Bp, int64_t Kp, float beta, float* C, int64_t ldc) {
   FRONTIER_CHECK(M >= 0 && N >= 0 && K >= 0 && K <= Kp && ldc >= N && lda >= (ta ? M : K));
-  const GemmBlocking& bs = gemm_blocking();
+  const GemmKernel& bs = gemm_kernel(p);
   if (M == 0 || N == 0) return;
-  if (K == 0) {
-    for (int64_t i = 0; i < M; i++)
-      for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
-    return;
-  }
-  static thread_local AlignedBuf abuf;
-  const int64_t n_panels = (N + bs.NR - 1) / bs.NR;
-  for (int64_t pc = 0; pc < K; pc += bs.KC) {
-    const int64_t kc = std::min<int64_t>(bs.KC, K - pc);
-    const float beta_k = pc == 0 ? beta : 1.f;
-    for (int64_t ic = 0; ic < M; ic += bs.MC) {
-      const int64_t mc = std::min<int64_t>(bs.MC, M - ic);
-      float* Ap = abuf.get(static_cast<size_t>((mc + bs.MR - 1) / bs.MR) * bs.MR * kc);
-      pack_a(bs, ta, A, lda, ic, mc, pc, kc, Ap);
-      // Panel q's depth pc starts pc rows into it: the micro-panel is k-major with NR floats per k.
-      macro_kernel(bs, false, kc, Ap, mc, ic, Bp + pc * bs.NR, bs.NR * Kp, 0, n_panels, 0, N, alpha, beta_k, C, ldc);
-    }
-  }
-}
-
-void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-           const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  sgemm_with(gemm_blocking(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (K == 0) return scale_c(M, N, beta, C, ldc);
+  if (bs.prec == Precision::kBf16)
+    prepacked(bs, ta, M, N, K, alpha, A, lda, static_cast<const uint16_t*>(Bp), Kp, beta, C, ldc);
+  else
+    prepacked(bs, ta, M, N, K, alpha, A, lda, static_cast<const float*>(Bp), Kp, beta, C, ldc);
 }
 
 }  // namespace frontier

@@ -1,12 +1,20 @@
-// Fast single-precision GEMM, BLIS-style: a portable 5-loop driver with packing (gemm.cpp), one microkernel per
-// instruction set with a fixed signature (ukernel_*.cpp), block sizes as per-architecture data (GemmBlocking).
+// Fast GEMM, BLIS-style: a portable 5-loop driver with packing (gemm.cpp), one microkernel per instruction-set
+// tier with a fixed signature (src/kernels/<tier>/ukernel_*.cpp), block sizes as data per microkernel
+// (GemmKernel), picked at run time for the CPU (kernels/isa.h).
 //
-//   // C (M, N) = alpha * op(A) @ op(B) + beta * C, all row-major with leading dimensions (row strides):
+//   // C (M, N) = alpha * op(A) @ op(B) + beta * C, all fp32 row-major with leading dimensions (row strides):
 //   //   op(A) is (M, K): A itself (lda >= K) or, with trans_a, A^T of a (K, M) array (lda >= M);
 //   //   op(B) is (K, N): B itself (ldb >= N) or, with trans_b, B^T of an (N, K) array (ldb >= K).
 //   sgemm(false, true, M, N, K, 1.f, x, K, W, K, 0.f, out, N);    // out = x @ W^T      (linear forward)
 //   sgemm(false, false, M, K, N, 1.f, g, N, W, K, 1.f, dx, K);    // dx += g @ W        (linear backward)
 //   sgemm(true, false, N, K, M, 1.f, g, N, x, K, 1.f, dW, K);     // dW += g^T @ x      (weight gradient)
+//   gemm(Precision::kBf16, false, true, M, N, K, 1.f, x, K, W, K, 0.f, out, N);   // the same in bf16
+//
+// Precision::kBf16 takes the same fp32 arrays: packing rounds op(A) and op(B) to bf16 (round to nearest even) and
+// lays them out in pairs along K, the microkernel multiplies pairs (vdpbf16ps: exact bf16 products, fp32
+// accumulation), and C stays fp32. So a bf16 GEMM differs from fp32 only by the rounding of its inputs (relative
+// error ~ 2^-9 per input, ~ 2^-9 sqrt(K)-ish cancellation-free in sums), and mixed precision needs no bf16 copies
+// of weights or activations.
 //
 // No transpose is ever materialised: packing reads either layout. Every element of C is accumulated over K in a
 // fixed order (KC blocks in sequence, each in k order inside the microkernel), so results do not depend on the
@@ -16,49 +24,83 @@
 
 #include <cstdint>
 
+#include "kernels/isa.h"
+#include "kernels/precision.h"
+
 namespace frontier {
 
 // Microkernel contract (BLIS's gemm ukernel): c (MR, NR) with row stride ldc, full tile only:
-//   c = alpha * sum_k a[k*MR + i] * b[k*NR + j] + beta * c     (beta == 0: c is not read)
-// a: packed A micro-panel (kc, MR) k-major; b: packed B micro-panel (kc, NR) k-major.
-using GemmUkernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha,
+//   c = alpha * sum_k A[i][k] * B[k][j] + beta * c     (beta == 0: c is not read)
+// a: packed A micro-panel, b: packed B micro-panel, kc the depth. Element (k, i) of the A panel is at
+//   (k / kp) * kp * MR + i * kp + k % kp     and (k, j) of the B panel at (k / kp) * kp * NR + j * kp + k % kp,
+// kp = 1 for fp32 (plain k-major) and 2 for bf16 (pairs along k, vdpbf16ps's operand layout); panels hold
+// ceil(kc / kp) * kp rows of k, the padding rows zero.
+using GemmUkernel = void (*)(int64_t kc, const void* a, const void* b, float* c, int64_t ldc, float alpha,
                              float beta);
 
 // Block sizes as data, one row per microkernel (BLIS config/<uarch>): MR x NR register tile, KC the packed depth
-// (an A micro-panel and a B micro-panel stay in L1), MC the A block (in L2), NC the B block (in L3).
-struct GemmBlocking {
-  const char* name;
+// (a B micro-panel stays in L1 while A micro-panels stream through), MC the A block (in L2), NC the B block (L3).
+struct GemmKernel {
+  const char* name;  // "avx512 12x32"
+  Precision prec;    // of the packed operands
   GemmUkernel ukernel;
   int MR, NR, KC, MC, NC;
+  int kp() const { return prec == Precision::kBf16 ? 2 : 1; }
+  int elem_bytes() const { return prec == Precision::kBf16 ? 2 : 4; }
 };
 
-// The microkernel the driver uses on this machine (AVX2/FMA when compiled for it, else the portable one).
-const GemmBlocking& gemm_blocking();
-// The portable (reference) microkernel's row, always available; tests check the fast one against it.
-const GemmBlocking& gemm_blocking_ref();
+// The microkernel the driver uses for a precision at the active tier (active_isa()), or at a given tier.
+const GemmKernel& gemm_kernel(Precision p);
+const GemmKernel& gemm_kernel_for(Isa t, Precision p);
+const GemmKernel& gemm_kernel_ref(Precision p);  // the portable ones, always available
 
-void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-           const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+void gemm(Precision p, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+inline void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  gemm(Precision::kFp32, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 
 // C (M, M) = alpha * op(A) @ op(B) + beta * C for a product known to be symmetric (X X^T, X^T X, or S S with S
 // symmetric) and a symmetric C: computes the tiles on and below the diagonal (about half the FLOPs), then mirrors
-// the lower triangle. Bit-identical to sgemm for such products: C[i][j] and C[j][i] sum the same products in the
+// the lower triangle. Bit-identical to gemm for such products: C[i][j] and C[j][i] sum the same products in the
 // same k order. (Muon's Polar Express: A = X X^T and A A.)
-void sgemm_symmetric(bool trans_a, bool trans_b, int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
-                     const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+void gemm_symmetric(Precision p, bool trans_a, bool trans_b, int64_t M, int64_t K, float alpha, const float* A,
+                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+inline void sgemm_symmetric(bool trans_a, bool trans_b, int64_t M, int64_t K, float alpha, const float* A,
+                            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  gemm_symmetric(Precision::kFp32, trans_a, trans_b, M, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 
 // B packed once and reused against many A (attention multiplies every query block by the same K^T and V).
-// Layout (BLIS's packed B): op(B) (K, N) as ceil(N/NR) micro-panels of (K, NR), k-major, zero-padded; panel q at
-// Bp + q * NR * K. sgemm_prepacked_b multiplies by the leading (K' <= Kp, N') part of a buffer packed over (Kp, Np):
-// a prefix of keys is a prefix of rows or of panels. Bp must be 64-byte aligned (the microkernel loads panels
-// aligned). One thread: for callers that parallelise outside.
-int64_t sgemm_packed_b_floats(int64_t K, int64_t N);
-void sgemm_pack_b(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, float* Bp);
-void sgemm_prepacked_b(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                       const float* Bp, int64_t Kp, float beta, float* C, int64_t ldc);
+// Layout (BLIS's packed B): op(B) (K, N) as ceil(N/NR) micro-panels of (ceil(K/kp)*kp, NR), zero-padded, in the
+// active kernel's element type; panel q at byte q * NR * Kpad * elem_bytes. gemm_prepacked_b multiplies by the
+// leading (K' <= Kp, N') part of a buffer packed over (Kp, Np): a prefix of keys is a prefix of rows or of panels
+// (with bf16 pairs, an odd K' reads one padding-or-next row against A's zero padding). Bp must be 64-byte aligned.
+// One thread: for callers that parallelise outside. Pack and multiply at the same precision and tier.
+int64_t gemm_packed_b_bytes(Precision p, int64_t K, int64_t N);
+void gemm_pack_b(Precision p, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, void* Bp);
+void gemm_prepacked_b(Precision p, bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                      int64_t lda, const void* Bp, int64_t Kp, float beta, float* C, int64_t ldc);
 
-// Same, with an explicit blocking (tests run the driver over both microkernels and odd block sizes).
-void sgemm_with(const GemmBlocking& bs, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// Same as gemm, with an explicit microkernel (tests run the driver over every tier and odd block sizes).
+void gemm_with(const GemmKernel& bs, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// fp32 -> bf16, round to nearest even (NaN stays NaN), as vcvtneps2bf16 and torch's .to(bfloat16) do.
+inline uint16_t to_bf16(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float from_bf16(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+inline float round_bf16(float f) { return from_bf16(to_bf16(f)); }
 
 }  // namespace frontier

@@ -60,13 +60,13 @@ void softcap_ce_backward(float* dz, float dloss, const float* capped, const floa
 }
 
 float lm_head_ce_forward(float* losses, float* lse, const float* x, const float* W, const int32_t* targets, int64_t N,
-                         int64_t C, int64_t V, float cap, int64_t vchunk) {
+                         int64_t C, int64_t V, float cap, int64_t vchunk, Precision prec) {
   FRONTIER_CHECK(vchunk > 0);
   const int64_t vc_max = std::min(vchunk, V);
   std::vector<float> z(N * vc_max), sum(N, 0.f), tcap(N, 0.f);
   for (int64_t v0 = 0; v0 < V; v0 += vc_max) {
     const int64_t vc = std::min(vc_max, V - v0);
-    sgemm(false, true, N, vc, C, 1.f, x, C, W + v0 * C, C, 0.f, z.data(), vc);  // logits[:, v0:v0+vc]
+    gemm(prec, false, true, N, vc, C, 1.f, x, C, W + v0 * C, C, 0.f, z.data(), vc);  // logits[:, v0:v0+vc]
 #pragma omp parallel
     {
       std::vector<float> e(vc);
@@ -91,7 +91,7 @@ float lm_head_ce_forward(float* losses, float* lse, const float* x, const float*
 }
 
 void lm_head_ce_backward(float* dx, float* dW, float dloss, const float* lse, const float* x, const float* W,
-                         const int32_t* targets, int64_t N, int64_t C, int64_t V, float cap, int64_t vchunk) {
+                         const int32_t* targets, int64_t N, int64_t C, int64_t V, float cap, int64_t vchunk, Precision prec) {
   FRONTIER_CHECK(vchunk > 0);
   int64_t count = 0;
   for (int64_t i = 0; i < N; i++) count += targets[i] >= 0;
@@ -101,7 +101,7 @@ void lm_head_ce_backward(float* dx, float* dW, float dloss, const float* lse, co
   std::vector<float> z(N * vc_max);
   for (int64_t v0 = 0; v0 < V; v0 += vc_max) {
     const int64_t vc = std::min(vc_max, V - v0);
-    sgemm(false, true, N, vc, C, 1.f, x, C, W + v0 * C, C, 0.f, z.data(), vc);  // recompute the chunk's logits
+    gemm(prec, false, true, N, vc, C, 1.f, x, C, W + v0 * C, C, 0.f, z.data(), vc);  // recompute the chunk's logits
 #pragma omp parallel
     {
       std::vector<float> p(vc);
@@ -119,8 +119,8 @@ void lm_head_ce_backward(float* dx, float* dW, float dloss, const float* lse, co
         for (int64_t v = 0; v < vc; v++) c[v] = scale * p[v] * (1.f - c[v] * c[v] * inv_cap2);
       }
     }
-    if (dx) sgemm(false, false, N, C, vc, 1.f, z.data(), vc, W + v0 * C, C, 1.f, dx, C);          // dx += dz W
-    if (dW) sgemm(true, false, vc, C, N, 1.f, z.data(), vc, x, C, 1.f, dW + v0 * C, C);           // dW += dz^T x
+    if (dx) gemm(prec, false, false, N, C, vc, 1.f, z.data(), vc, W + v0 * C, C, 1.f, dx, C);          // dx += dz W
+    if (dW) gemm(prec, true, false, vc, C, N, 1.f, z.data(), vc, x, C, 1.f, dW + v0 * C, C);           // dW += dz^T x
   }
 }
 

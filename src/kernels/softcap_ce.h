@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "kernels/precision.h"
+
 namespace frontier {
 
 float softcap_ce_forward(float* losses, float* capped, float* lse, const float* z, const int32_t* targets,
@@ -23,10 +25,10 @@ void softcap_ce_backward(float* dz, float dloss, const float* capped, const floa
 // vc columns at a time (N x vc floats live, never N x V), softcapped, and summed as exp(c - cap) (c <= cap, so no
 // running max is needed); backward recomputes each chunk's logits (one more lm_head forward GEMM, +50% of the
 // lm_head's FLOPs) and accumulates dx += dz W_chunk and dW_chunk += dz^T x. x (N, C), W (V, C); lse (N) saved.
-// Same contract as softcap_ce_forward / _backward otherwise (mean over targets >= 0; backward accumulates).
+// prec: the precision of the three GEMMs. Same contract as softcap_ce_forward / _backward otherwise (mean over targets >= 0; backward accumulates).
 float lm_head_ce_forward(float* losses, float* lse, const float* x, const float* W, const int32_t* targets, int64_t N,
-                         int64_t C, int64_t V, float cap, int64_t vchunk);
+                         int64_t C, int64_t V, float cap, int64_t vchunk, Precision prec = Precision::kFp32);
 void lm_head_ce_backward(float* dx, float* dW, float dloss, const float* lse, const float* x, const float* W,
-                         const int32_t* targets, int64_t N, int64_t C, int64_t V, float cap, int64_t vchunk);
+                         const int32_t* targets, int64_t N, int64_t C, int64_t V, float cap, int64_t vchunk, Precision prec = Precision::kFp32);
 
 }  // namespace frontier

@@ -39,7 +39,7 @@ double sum_squares(const float* x, int64_t n) {
 // X = X (B + a I) (nanochat's tall branch), with the transposes read by the GEMM's packing, never materialised.
 // A and A A are symmetric, so they are computed as lower triangles and mirrored (kernels/gemm.h sgemm_symmetric):
 // about r r c + r^3 + 2 r r c = 3 r r c + r^3 FLOPs per iteration instead of 4 r r c + 2 r^3.
-void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps) {
+void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps, Precision prec) {
   const bool tall = rows > cols;
   const int64_t r = tall ? cols : rows, c = tall ? rows : cols, n = rows * cols;
   ProfScope ps("muon.polar_express", "optim", ns_steps * (3.0 * r * r * c + 1.0 * r * r * r),
@@ -54,17 +54,17 @@ void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps) {
     const float a = static_cast<float>(kPolar[it][0]), b = static_cast<float>(kPolar[it][1]),
                 cc = static_cast<float>(kPolar[it][2]);
     if (tall) {
-      sgemm_symmetric(true, false, r, c, 1.f, Y.data(), r, Y.data(), r, 0.f, A.data(), r);  // A = Y^T Y
+      gemm_symmetric(prec, true, false, r, c, 1.f, Y.data(), r, Y.data(), r, 0.f, A.data(), r);  // A = Y^T Y
     } else {
-      sgemm_symmetric(false, true, r, c, 1.f, Y.data(), c, Y.data(), c, 0.f, A.data(), r);  // A = Y Y^T
+      gemm_symmetric(prec, false, true, r, c, 1.f, Y.data(), c, Y.data(), c, 0.f, A.data(), r);  // A = Y Y^T
     }
     Bm = A;
-    sgemm_symmetric(false, false, r, r, cc, A.data(), r, A.data(), r, b, Bm.data(), r);  // B = b A + c A A
+    gemm_symmetric(prec, false, false, r, r, cc, A.data(), r, A.data(), r, b, Bm.data(), r);  // B = b A + c A A
     for (int64_t i = 0; i < r; i++) Bm[i * r + i] += a;
     if (tall) {
-      sgemm(false, false, rows, r, r, 1.f, Y.data(), r, Bm.data(), r, 0.f, Yn.data(), r);  // Y (B + a I)
+      gemm(prec, false, false, rows, r, r, 1.f, Y.data(), r, Bm.data(), r, 0.f, Yn.data(), r);  // Y (B + a I)
     } else {
-      sgemm(false, false, r, cols, r, 1.f, Bm.data(), r, Y.data(), cols, 0.f, Yn.data(), cols);  // (B + a I) Y
+      gemm(prec, false, false, r, cols, r, 1.f, Bm.data(), r, Y.data(), cols, 0.f, Yn.data(), cols);  // (B + a I) Y
     }
     std::swap(Y, Yn);
   }
@@ -129,7 +129,7 @@ void Optimizer::muon_update(const ParamInfo& p, float lr, float momentum, float 
       u[i] = gr[i] + momentum * (buf[i] - gr[i]);     // lerp(g, buf, mu): Nesterov
     }
   }
-  polar_express(u.data(), p.shape[0], p.shape[1], cfg_.ns_steps);
+  polar_express(u.data(), p.shape[0], p.shape[1], cfg_.ns_steps, cfg_.ns_precision);
   ProfScope ps("muon.update", "optim", 6.0 * n, 4.0 * 3 * n);  // u read, w read and written
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; i++) {

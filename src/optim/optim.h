@@ -8,8 +8,11 @@
 // Muon (Keller Jordan; nanochat's variant): Nesterov momentum buf = lerp(buf, g, 1-mu), u = lerp(g, buf, mu);
 // X = u / (1.02 * ||u||_F + 1e-6), then 5 Polar Express iterations X = a X + (b A + c A^2) X (A = X X^T; the
 // transposed form for tall matrices); update W -= lr_eff * X + lr_eff * wd_eff * W * [X * W >= 0] (cautious weight
-// decay), lr_eff = lr * max(1, rows/cols)^0.5, wd_eff = wd * (1 - progress). In fp32 (nanochat uses bf16), and
-// without NorMuon's second-moment normalisation (not in this spec).
+// decay), lr_eff = lr * max(1, rows/cols)^0.5, wd_eff = wd * (1 - progress). Without NorMuon's second-moment
+// normalisation (not in this spec). Polar Express runs its GEMMs at OptimConfig::ns_precision: with bf16
+// (what `train.precision = bf16` selects, as nanochat runs Newton-Schulz in bf16) every product's operands are
+// rounded to bf16 while packing and accumulated in fp32; X, A and B themselves stay fp32 between iterations
+// (nanochat keeps X in bf16, which rounds once more per iteration).
 // AdamW: torch.optim.AdamW semantics (decoupled decay, bias correction), betas and eps per group.
 #pragma once
 
@@ -27,6 +30,7 @@ struct OptimConfig {
   float weight_decay = 0.2f;    // Muon cautious weight decay, decaying linearly with progress
   float adam_beta1 = 0.8f, adam_beta2 = 0.95f, adam_eps = 1e-10f;
   int ns_steps = 5;
+  Precision ns_precision = Precision::kFp32;  // Polar Express GEMMs
 };
 
 struct AdamGroupInfo {
@@ -54,6 +58,6 @@ class Optimizer {
 };
 
 // Polar Express orthogonalisation of X (rows, cols) in place, ns_steps iterations (<= 5). Exposed for tests.
-void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps);
+void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps, Precision prec = Precision::kFp32);
 
 }  // namespace frontier

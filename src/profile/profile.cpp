@@ -11,6 +11,7 @@
 #include "autograd/tape.h"
 #include "calibrate/calibrate.h"
 #include "kernels/gemm.h"
+#include "train/train.h"
 #include "model/gpt.h"
 #include "model/model_config.h"
 #include "optim/optim.h"
@@ -64,12 +65,15 @@ Status run_profile(const Config& cfg, const ProfileOptions& o, ProfileReport* ou
   const int B = static_cast<int>(cfg.get_int("train.micro_batch")), T = static_cast<int>(shape.seq_len);
   if (B < 1) return Status::error("train.micro_batch must be >= 1");
   const int threads = omp_get_max_threads();
-  const Ceilings ceil = machine_ceilings(threads, o.peak_gflops, o.mem_gbs);
+  Precision prec;
+  FRONTIER_RETURN_IF_ERROR(resolve_precision(cfg.get_string("train.precision"), &prec));
+  const Ceilings ceil = machine_ceilings(threads, prec, o.peak_gflops, o.mem_gbs);
 
   Gpt gpt(shape);
   gpt.init_nanochat(1);
   OptimConfig oc;
   oc.matrix_lr = static_cast<float>(cfg.get_float("optim.matrix_lr"));
+  oc.ns_precision = prec;
   Optimizer opt(gpt, oc);
   std::mt19937 g(7);
   std::vector<int32_t> x(static_cast<size_t>(B) * T), y(x.size());
@@ -83,6 +87,7 @@ Status run_profile(const Config& cfg, const ProfileOptions& o, ProfileReport* ou
       gpt.zero_grad();
     }
     Tape tape;
+    tape.set_precision(prec);
     Var loss;
     {
       ProfScope f("forward", "step");
@@ -117,7 +122,8 @@ Status run_profile(const Config& cfg, const ProfileOptions& o, ProfileReport* ou
   J = nlohmann::json::object();
   J["machine"] = {{"threads", threads}, {"fma_peak_gflops", ceil.peak_gflops}, {"mem_gbs", ceil.mem_gbs},
                   {"ridge_flop_per_byte", ceil.peak_gflops / ceil.mem_gbs}, {"source", ceil.source},
-                  {"gemm_kernel", gemm_blocking().name}};
+                  {"peak_unit", ceil.unit}, {"precision", precision_name(prec)}, {"isa", isa_name(active_isa())},
+                  {"gemm_kernel", gemm_kernel(prec).name}};
   J["config"] = {{"depth", shape.depth}, {"dim", shape.dim}, {"heads", shape.n_head}, {"kv_heads", shape.n_kv_head},
                  {"seq_len", T}, {"batch", B}, {"vocab", shape.vocab_size}, {"params_M", gpt.n_params() / 1e6},
                  {"steps", o.steps}, {"warmup", o.warmup}};

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "calibrate/calibrate.h"
+#include "kernels/isa.h"
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "model/gpt.h"
@@ -45,6 +46,22 @@ double lr_multiplier(double progress, double warmup, double warmdown, double fin
 
 }  // namespace
 
+Status resolve_precision(const std::string& name, Precision* out) {
+  if (name == "auto") {
+    *out = active_isa() == Isa::kAvx512Bf16 ? Precision::kBf16 : Precision::kFp32;
+  } else if (name == "fp32") {
+    *out = Precision::kFp32;
+  } else if (name == "bf16") {
+    *out = Precision::kBf16;
+    if (active_isa() != Isa::kAvx512Bf16)
+      std::fprintf(stderr, "warning: train.precision = bf16 on tier %s: bf16 GEMMs run on the reference kernel "
+                   "(slow; same numbers); use auto or fp32 for speed\n", isa_name(active_isa()));
+  } else {
+    return Status::error("train.precision = '" + name + "' is not one of auto, fp32, bf16");
+  }
+  return ok_status();
+}
+
 ConfigSchema train_schema() {
   ConfigSchema s;
   add_model_keys(&s);
@@ -69,7 +86,11 @@ ConfigSchema train_schema() {
   s.add_int("train.seed", 42, "initialisation and data-order seed");
   s.add_int("train.threads", 0, "threads (0 = all cores)");
   s.add_string("train.run_dir", "", "run directory (default runs/<date>-<time>)");
-  s.add_float("train.peak_gflops", 0.0, "FMA peak for MFU (0 = from `frontier calibrate`'s file, else measured)");
+  s.add_string("train.precision", "auto",
+               "GEMM precision: auto (bf16 where the CPU has native bf16 dot products, else fp32) | fp32 | bf16 "
+               "(bf16 operands, fp32 accumulation; fp32 master weights, gradients, optimizer state; eval in fp32)");
+  s.add_float("train.peak_gflops", 0.0,
+              "peak GFLOP/s for MFU (0 = the precision's unit from `frontier calibrate`'s file, else measured)");
   s.add_int("eval.tokens", 32768, "validation tokens scored for val_bpb");
   s.add_int("eval.batch", 8, "validation sequences per forward");
   return s;
@@ -175,9 +196,13 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
   FRONTIER_RETURN_IF_ERROR(make_dirs(run_dir));
   if (resume_dir.empty()) FRONTIER_RETURN_IF_ERROR(write_file_atomic(run_dir + "/config.toml", cfg.to_toml()));
 
+  Precision prec;
+  FRONTIER_RETURN_IF_ERROR(resolve_precision(cfg.get_string("train.precision"), &prec));
+
   Gpt gpt(shape);
   gpt.init_nanochat(static_cast<uint64_t>(cfg.get_int("train.seed")));
   OptimConfig oc;
+  oc.ns_precision = prec;
   oc.matrix_lr = static_cast<float>(cfg.get_float("optim.matrix_lr"));
   oc.embedding_lr = static_cast<float>(cfg.get_float("optim.embedding_lr"));
   oc.unembedding_lr = static_cast<float>(cfg.get_float("optim.unembedding_lr"));
@@ -195,24 +220,22 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
     else n_emb += p.numel();
   }
   const double flops_per_token = gpt.flops_per_token();
-  double peak = cfg.get_float("train.peak_gflops");
-  const char* peak_src = "train.peak_gflops";
-  Calibration cal;
-  if (peak <= 0 && load_calibration(calibration_path(), threads, &cal)) {
-    peak = cal.fma_gflops;
-    peak_src = "calibration file";
-  } else if (peak <= 0) {
-    peak = measure_fma_gflops(threads);
-    peak_src = "measured now; `frontier calibrate` saves it";
-  }
+  const Ceilings ceil = machine_ceilings(threads, prec, cfg.get_float("train.peak_gflops"), 1.0);
+  const double peak = ceil.peak_gflops;
+  const std::string peak_src = ceil.source == "given"           ? "train.peak_gflops"
+                               : ceil.source == "measured now" ? "measured now; `frontier calibrate` saves it"
+                                                                : ceil.source;
 
   std::printf("model: %s\n", shape.describe().c_str());
   std::printf("params: %.3fM total = matrices %.3fM + embeddings %.3fM + lm_head %.3fM + scalars %lld\n",
               gpt.n_params() / 1e6, n_matrix / 1e6, n_emb / 1e6, n_head / 1e6, static_cast<long long>(n_scalar));
-  std::printf("batch: %d x %d tokens x %lld accumulation = %lld tokens/step; flops/token %.3g; FMA peak %.1f "
+  std::printf("%s\n", kernels_banner().c_str());
+  std::printf("precision: %s (train.precision = %s)\n", precision_name(prec),
+              cfg.get_string("train.precision").c_str());
+  std::printf("batch: %d x %d tokens x %lld accumulation = %lld tokens/step; flops/token %.3g; %s peak %.1f "
               "GFLOP/s (%d threads, %s)\n",
-              B, T, static_cast<long long>(accum), static_cast<long long>(total), flops_per_token, peak, threads,
-              peak_src);
+              B, T, static_cast<long long>(accum), static_cast<long long>(total), flops_per_token,
+              ceil.unit.c_str(), peak, threads, peak_src.c_str());
   std::printf("lr: matrix %.4g, embedding %.4g, lm_head %.4g (x (dim/768)^-0.5 = %.3f); budget %.1fs; run dir %s\n",
               oc.matrix_lr, oc.embedding_lr, oc.unembedding_lr, std::pow(shape.dim / 768.0, -0.5), budget,
               run_dir.c_str());
@@ -291,6 +314,7 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
     for (int64_t a = 0; a < accum; a++) {
       loader.next(x.data(), y.data());
       Tape tape;
+      tape.set_precision(prec);
       Var loss = gpt.forward(tape, x.data(), y.data(), B, T);
       tape.backward(loss, 1.0f / static_cast<float>(accum));
       loss_sum += tape.value(loss)[0];

@@ -14,6 +14,8 @@
 #include <memory>
 #include <string>
 
+#include "kernels/precision.h"
+
 #include "config/config.h"
 
 namespace frontier {
@@ -21,7 +23,10 @@ namespace frontier {
 class Gpt;
 class PreparedData;
 
-ConfigSchema train_schema();  // model.*, optim.*, train.*, eval.* keys
+ConfigSchema train_schema();
+// train.precision -> the GEMM precision: "auto" is bf16 at the avx512bf16 tier, else fp32; an unknown name is an
+// error. "bf16" below that tier warns (the reference bf16 kernel is slow).
+Status resolve_precision(const std::string& name, Precision* out);  // model.*, optim.*, train.*, eval.* keys
 
 struct TrainSummary {
   double val_bpb = 0, training_seconds = 0, total_seconds = 0, eval_seconds = 0, peak_mem_mb = 0;

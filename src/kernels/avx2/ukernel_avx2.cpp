@@ -1,9 +1,9 @@
 // AVX2/FMA microkernel, 6 x 16 (BLIS haswell sgemm): 12 ymm accumulators, 2 ymm for a row of B, 1 broadcast of A.
 // Per k: 2 loads + 6 broadcasts + 12 FMAs, so two FMA pipes stay busy (6 cycles of FMA per 8 loads).
-#include "kernels/gemm.h"
-
-#if defined(__AVX2__) && defined(__FMA__)
+// Compiled with -mavx2 -mfma only (CMakeLists.txt); called only where the CPU has them (kernels/isa.h).
 #include <immintrin.h>
+
+#include "kernels/gemm_kernels.h"
 
 namespace frontier {
 
@@ -11,7 +11,10 @@ namespace {
 
 constexpr int kMR = 6, kNR = 16;
 
-void ukernel_avx2_6x16(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha, float beta) {
+void ukernel_avx2_6x16(int64_t kc, const void* ap, const void* bp, float* c, int64_t ldc, float alpha,
+                       float beta) {
+  const float* a = static_cast<const float*>(ap);
+  const float* b = static_cast<const float*>(bp);
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
          c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (int64_t k = 0; k < kc; k++) {
@@ -52,19 +55,11 @@ void ukernel_avx2_6x16(int64_t kc, const float* a, const float* b, float* c, int
 
 }  // namespace
 
-const GemmBlocking& gemm_blocking() {
+const GemmKernel& gemm_kernel_avx2_fp32() {
   // KC: a 6x512 A panel (12 KiB) + a 512x16 B panel (32 KiB) in a 48 KiB L1; MC x KC (192 KiB) in L2; KC x NC
   // (4 MiB) in L3. Chosen by `frontier bench` over KC 192-512, MC 72-192, NC 2048-4080 on the 2-core EPYC here.
-  static const GemmBlocking bs{"avx2 6x16", ukernel_avx2_6x16, kMR, kNR, 512, 96, 2048};
-  return bs;
+  static const GemmKernel k{"avx2 6x16", Precision::kFp32, ukernel_avx2_6x16, kMR, kNR, 512, 96, 2048};
+  return k;
 }
 
 }  // namespace frontier
-
-#else
-
-namespace frontier {
-const GemmBlocking& gemm_blocking() { return gemm_blocking_ref(); }
-}  // namespace frontier
-
-#endif
