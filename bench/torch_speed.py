@@ -6,8 +6,14 @@ Uses tests/torch/gpt_ref.py's forward and Muon step (the model and optimizer the
 block matrices, torch.optim.AdamW on embeddings, lm_head and scalars, as `frontier train` does (--optim adamw puts
 every tensor on AdamW). Random weights and tokens. Reports the median step time after 2 warm-up steps; --json
 prints one JSON object instead. `frontier bench --torch` runs it (stock, and with BLIS + tcmalloc preloaded).
+
+--precision fp32 (default) is the parity tests' model and optimizer, all fp32. --precision bf16 is nanochat's own
+configuration: forward and loss under torch.autocast("cpu", dtype=torch.bfloat16) (matmuls in bf16, weights and
+gradients stay fp32; backward runs outside the context, as nanochat does) and Muon's Polar Express iterations in
+bf16 (muon_step_bf16 below).
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -18,6 +24,28 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "torch"))
 import gpt_ref  # noqa: E402
+
+
+@torch.no_grad()
+def muon_step_bf16(p, buf, lr, momentum, wd, ns_steps):
+    """gpt_ref.muon_step with nanochat's bf16 Polar Express: X is cast to bfloat16 before the normalisation and the
+    iterations (every matmul in bf16) and back to the parameter's dtype at the end. Momentum and update stay fp32."""
+    g = p.grad
+    buf.lerp_(g, 1 - momentum)
+    g = g.lerp(buf, momentum)
+    X = g.bfloat16()
+    X = X / (X.norm() * 1.02 + 1e-6)
+    if g.size(-2) > g.size(-1):
+        for a, b, c in gpt_ref.POLAR[:ns_steps]:
+            A = X.mT @ X
+            X = a * X + X @ (b * A + c * (A @ A))
+    else:
+        for a, b, c in gpt_ref.POLAR[:ns_steps]:
+            A = X @ X.mT
+            X = a * X + (b * A + c * (A @ A)) @ X
+    X = X.to(p.dtype)
+    mask = (X * p) >= 0
+    p.sub_(lr * X + lr * wd * p * mask)
 
 
 def main():
@@ -31,6 +59,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--optim", choices=["muon", "adamw"], default="muon")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: nanochat's autocast forward + bf16 Polar Express (see the module docstring)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -58,23 +88,27 @@ def main():
     freqs = torch.outer(torch.arange(T, dtype=torch.float32),
                         1.0 / (100000 ** (torch.arange(0, D, 2, dtype=torch.float32) / D)))
     cos, sin = freqs.cos()[None, :, None, :], freqs.sin()[None, :, None, :]
+    bf16 = a.precision == "bf16"
+    muon_step = muon_step_bf16 if bf16 else gpt_ref.muon_step
     times = []
     for s in range(a.steps + 2):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss, _ = gpt_ref.forward(spec, P, idx, tgt, cos, sin)
+        with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
+            loss, _ = gpt_ref.forward(spec, P, idx, tgt, cos, sin)
         loss.backward()
         opt.step()
         for p, buf in muon:
-            gpt_ref.muon_step(p, buf, 0.02, 0.95, 0.2, 5)
+            muon_step(p, buf, 0.02, 0.95, 0.2, 5)
         if s >= 2:
             times.append(time.perf_counter() - t0)
     dt = statistics.median(times)
     if a.json:
         print(json.dumps({"torch": torch.__version__, "depth": L, "dim": C, "seq_len": T, "batch": B,
-                          "threads": a.threads, "optim": a.optim, "step_seconds": dt, "tokens_per_sec": B * T / dt}))
+                          "threads": a.threads, "optim": a.optim, "precision": a.precision, "step_seconds": dt,
+                          "tokens_per_sec": B * T / dt}))
         return
-    print(f"torch {torch.__version__}: depth {L} dim {C} seq {T} batch {B} threads {a.threads}: "
+    print(f"torch {torch.__version__}: depth {L} dim {C} seq {T} batch {B} threads {a.threads} {a.precision}: "
           f"{B * T / dt:.0f} tokens/s (median step {dt * 1000:.1f} ms over {a.steps} steps)")
 
 

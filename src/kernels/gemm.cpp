@@ -38,85 +38,16 @@ struct AlignedBuf {
   ~AlignedBuf() { std::free(p); }
 };
 
-template <typename T>
-inline T convert(float x);
-template <>
-inline float convert<float>(float x) { return x; }
-template <>
-inline uint16_t convert<uint16_t>(float x) { return to_bf16(x); }
-
-// Packed elements per k-group: 1 for fp32, 2 (a bf16 pair) for bf16.
-template <typename T>
-constexpr int kPack = 4 / static_cast<int>(sizeof(T));
-
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-// Packs rows [i0, i0+mc) x depth [p0, p0+kc) of op(A) into micro-panels of MR rows (layout in gemm.h),
-// zero-padded in rows and in the odd k of a bf16 pair.
-template <typename T>
-void pack_a(int MR, bool trans, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-            T* out) {
-  constexpr int kp = kPack<T>;
-  const int64_t kcp = round_up(kc, kp);
-  for (int64_t ip = 0; ip < mc; ip += MR) {
-    const int64_t mr = std::min<int64_t>(MR, mc - ip);
-    T* dst = out + ip * kcp;
-    auto at = [&](int64_t k, int64_t i) -> T& { return dst[(k / kp) * kp * MR + i * kp + k % kp]; };
-    if (!trans) {
-      for (int64_t i = 0; i < mr; i++) {
-        const float* src = A + (i0 + ip + i) * lda + p0;
-        if constexpr (kp == 1) {
-          for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = src[k];
-        } else {
-          for (int64_t k = 0; k < kc; k++) at(k, i) = convert<T>(src[k]);
-        }
-      }
-    } else {
-      for (int64_t k = 0; k < kc; k++) {
-        const float* src = A + (p0 + k) * lda + i0 + ip;
-        for (int64_t i = 0; i < mr; i++) at(k, i) = convert<T>(src[i]);
-      }
-    }
-    for (int64_t k = kc; k < kcp; k++)
-      for (int64_t i = 0; i < mr; i++) at(k, i) = T(0);
-    for (int64_t i = mr; i < MR; i++)
-      for (int64_t k = 0; k < kcp; k++) at(k, i) = T(0);
-  }
-}
-
-// Packs depth [p0, p0+kc) x columns [j0, j0+nr) of op(B) into one micro-panel of NR columns, zero-padded.
-template <typename T>
-void pack_b_panel(int NR, bool trans, const float* B, int64_t ldb, int64_t j0, int64_t nr, int64_t p0, int64_t kc,
-                  T* dst) {
-  constexpr int kp = kPack<T>;
-  const int64_t kcp = round_up(kc, kp);
-  auto at = [&](int64_t k, int64_t j) -> T& { return dst[(k / kp) * kp * NR + j * kp + k % kp]; };
-  if (!trans) {
-    for (int64_t k = 0; k < kc; k++) {
-      const float* src = B + (p0 + k) * ldb + j0;
-      for (int64_t j = 0; j < nr; j++) at(k, j) = convert<T>(src[j]);
-    }
-  } else {
-    for (int64_t j = 0; j < nr; j++) {
-      const float* src = B + (j0 + j) * ldb + p0;
-      for (int64_t k = 0; k < kc; k++) at(k, j) = convert<T>(src[k]);
-    }
-  }
-  for (int64_t k = kc; k < kcp; k++)
-    for (int64_t j = 0; j < nr; j++) at(k, j) = T(0);
-  for (int64_t k = 0; k < kcp; k++)
-    for (int64_t j = nr; j < NR; j++) at(k, j) = T(0);
-}
 
 // The macro-kernel (BLIS's loops 2 and 1): C rows [ic, ic+mc) x the columns of B panels [q0, q1) (panel q covers
 // columns jc + q*NR, at Bp + q*panel_stride elements) from packed A (mc, kc). Edge tiles go through a zero-padded
 // tile. lower: tiles strictly above the diagonal are skipped.
-template <typename T>
-void macro_kernel(const GemmKernel& bs, bool lower, int64_t kc, const T* Ap, int64_t mc, int64_t ic, const T* Bp,
-                  int64_t panel_stride, int64_t q0, int64_t q1, int64_t jc, int64_t N, float alpha, float beta_k,
-                  float* C, int64_t ldc) {
-  const int MR = bs.MR, NR = bs.NR;
-  const int64_t kcp = round_up(kc, kPack<T>);
+void macro_kernel(const GemmKernel& bs, bool lower, int64_t kc, const char* Ap, int64_t mc, int64_t ic,
+                  const char* Bp, int64_t panel_stride, int64_t q0, int64_t q1, int64_t jc, int64_t N, float alpha,
+                  float beta_k, float* C, int64_t ldc) {
+  const int MR = bs.MR, NR = bs.NR, eb = bs.elem_bytes();
+  const int64_t kcp = round_up(kc, bs.kp());
   alignas(64) float tile[16 * 32];
   FRONTIER_CHECK(MR * NR <= 16 * 32);
   for (int64_t q = q0; q < q1; q++) {
@@ -125,8 +56,8 @@ void macro_kernel(const GemmKernel& bs, bool lower, int64_t kc, const T* Ap, int
       const int64_t mr = std::min<int64_t>(MR, mc - ip);
       if (lower && j >= ic + ip + mr) continue;  // strictly above the diagonal
       float* c = C + (ic + ip) * ldc + j;
-      const T* a = Ap + ip * kcp;
-      const T* b = Bp + q * panel_stride;
+      const char* a = Ap + ip * kcp * eb;
+      const char* b = Bp + q * panel_stride * eb;
       if (mr == MR && nr == NR) {
         bs.ukernel(kc, a, b, c, ldc, alpha, beta_k);
       } else {  // edge tile: compute the full tile into scratch, then combine the valid part
@@ -148,7 +79,6 @@ void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {  // C = 
 }
 
 // The driver. lower: only tiles with an element on or below the diagonal are computed (symmetric products).
-template <typename T>
 void gemm_driver(const GemmKernel& bs, bool lower, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   FRONTIER_CHECK(M >= 0 && N >= 0 && K >= 0 && ldc >= N);
@@ -156,7 +86,7 @@ void gemm_driver(const GemmKernel& bs, bool lower, bool ta, bool tb, int64_t M, 
   FRONTIER_CHECK(bs.KC % 2 == 0);
   if (M == 0 || N == 0) return;
   if (K == 0 || alpha == 0.f) return scale_c(M, N, beta, C, ldc);
-  const int MR = bs.MR, NR = bs.NR;
+  const int MR = bs.MR, NR = bs.NR, eb = bs.elem_bytes();
   const int64_t KC = bs.KC, MC = bs.MC, NC = bs.NC;
   static thread_local AlignedBuf bbuf;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -173,12 +103,12 @@ void gemm_driver(const GemmKernel& bs, bool lower, bool ta, bool tb, int64_t M, 
               : std::clamp<int64_t>((4 * threads + n_ic - 1) / n_ic, 1, std::max<int64_t>(1, n_panels / 8));
     const int64_t per_group = (n_panels + groups - 1) / groups;
     for (int64_t pc = 0; pc < K; pc += KC) {
-      const int64_t kc = std::min(KC, K - pc), kcp = round_up(kc, kPack<T>);
+      const int64_t kc = std::min(KC, K - pc), kcp = round_up(kc, bs.kp());
       const float beta_k = pc == 0 ? beta : 1.f;
-      T* Bp = bbuf.get<T>(static_cast<size_t>(n_panels) * NR * kcp);
+      char* Bp = bbuf.get<char>(static_cast<size_t>(n_panels) * NR * kcp * eb);
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && n_panels > 1)
       for (int64_t q = 0; q < n_panels; q++)
-        pack_b_panel<T>(NR, tb, B, ldb, jc + q * NR, std::min<int64_t>(NR, nc - q * NR), pc, kc, Bp + q * NR * kcp);
+        bs.pack_b(NR, tb, B, ldb, jc + q * NR, std::min<int64_t>(NR, nc - q * NR), pc, kc, Bp + q * NR * kcp * eb);
       const int64_t tasks = n_ic * groups;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && tasks > 1)
       for (int64_t t = 0; t < tasks; t++) {
@@ -187,44 +117,36 @@ void gemm_driver(const GemmKernel& bs, bool lower, bool ta, bool tb, int64_t M, 
         const int64_t mc = std::min(MC, M - ic);
         const int64_t q0 = g * per_group, q1 = std::min(n_panels, q0 + per_group);
         if (q0 >= q1) continue;
-        T* Ap = abuf.get<T>(static_cast<size_t>((mc + MR - 1) / MR) * MR * kcp);
-        pack_a<T>(MR, ta, A, lda, ic, mc, pc, kc, Ap);
-        macro_kernel<T>(bs, lower, kc, Ap, mc, ic, Bp, NR * kcp, q0, q1, jc, N, alpha, beta_k, C, ldc);
+        char* Ap = abuf.get<char>(static_cast<size_t>((mc + MR - 1) / MR) * MR * kcp * eb);
+        bs.pack_a(MR, ta, A, lda, ic, mc, pc, kc, Ap);
+        macro_kernel(bs, lower, kc, Ap, mc, ic, Bp, NR * kcp, q0, q1, jc, N, alpha, beta_k, C, ldc);
       }
     }
   }
 }
 
-void driver(const GemmKernel& bs, bool lower, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (bs.prec == Precision::kBf16)
-    gemm_driver<uint16_t>(bs, lower, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  else
-    gemm_driver<float>(bs, lower, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
-template <typename T>
-void pack_b_all(const GemmKernel& bs, bool tb, int64_t K, int64_t N, const float* B, int64_t ldb, T* Bp) {
-  const int64_t Kpad = round_up(K, kPack<T>);
+void pack_b_all(const GemmKernel& bs, bool tb, int64_t K, int64_t N, const float* B, int64_t ldb, char* Bp) {
+  const int64_t Kpad = round_up(K, bs.kp());
   for (int64_t q = 0; q * bs.NR < N; q++)
-    pack_b_panel<T>(bs.NR, tb, B, ldb, q * bs.NR, std::min<int64_t>(bs.NR, N - q * bs.NR), 0, K, Bp + q * bs.NR * Kpad);
+    bs.pack_b(bs.NR, tb, B, ldb, q * bs.NR, std::min<int64_t>(bs.NR, N - q * bs.NR), 0, K,
+              Bp + q * bs.NR * Kpad * bs.elem_bytes());
 }
 
-template <typename T>
 void prepacked(const GemmKernel& bs, bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-               int64_t lda, const T* Bp, int64_t Kp, float beta, float* C, int64_t ldc) {
+               int64_t lda, const char* Bp, int64_t Kp, float beta, float* C, int64_t ldc) {
   static thread_local AlignedBuf abuf;
-  const int64_t n_panels = (N + bs.NR - 1) / bs.NR, Kpad = round_up(Kp, kPack<T>);
+  const int eb = bs.elem_bytes();
+  const int64_t n_panels = (N + bs.NR - 1) / bs.NR, Kpad = round_up(Kp, bs.kp());
   for (int64_t pc = 0; pc < K; pc += bs.KC) {
-    const int64_t kc = std::min<int64_t>(bs.KC, K - pc), kcp = round_up(kc, kPack<T>);
+    const int64_t kc = std::min<int64_t>(bs.KC, K - pc), kcp = round_up(kc, bs.kp());
     const float beta_k = pc == 0 ? beta : 1.f;
     for (int64_t ic = 0; ic < M; ic += bs.MC) {
       const int64_t mc = std::min<int64_t>(bs.MC, M - ic);
-      T* Ap = abuf.get<T>(static_cast<size_t>((mc + bs.MR - 1) / bs.MR) * bs.MR * kcp);
-      pack_a<T>(bs.MR, ta, A, lda, ic, mc, pc, kc, Ap);
+      char* Ap = abuf.get<char>(static_cast<size_t>((mc + bs.MR - 1) / bs.MR) * bs.MR * kcp * eb);
+      bs.pack_a(bs.MR, ta, A, lda, ic, mc, pc, kc, Ap);
       // Panel q's depth pc starts pc rows into it (pc is even, so on a pair boundary): NR elements per k.
-      macro_kernel<T>(bs, false, kc, Ap, mc, ic, Bp + pc * bs.NR, bs.NR * Kpad, 0, n_panels, 0, N, alpha, beta_k, C,
-                      ldc);
+      macro_kernel(bs, false, kc, Ap, mc, ic, Bp + pc * bs.NR * eb, bs.NR * Kpad, 0, n_panels, 0, N, alpha, beta_k,
+                   C, ldc);
     }
   }
 }
@@ -250,17 +172,17 @@ const GemmKernel& gemm_kernel_ref(Precision p) {
 
 void gemm_with(const GemmKernel& bs, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  driver(bs, false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  gemm_driver(bs, false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemm(Precision p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
           const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  driver(gemm_kernel(p), false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  gemm_driver(gemm_kernel(p), false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemm_symmetric(Precision p, bool ta, bool tb, int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
                     const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  driver(gemm_kernel(p), true, ta, tb, M, M, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  gemm_driver(gemm_kernel(p), true, ta, tb, M, M, K, alpha, A, lda, B, ldb, beta, C, ldc);
   // Mirror the lower triangle; rows in parallel (each writes only its own row's upper part).
 #pragma omp parallel for schedule(dynamic, 16) if (M >= 128 && !omp_in_parallel())
   for (int64_t i = 0; i < M; i++)
@@ -273,9 +195,7 @@ int64_t gemm_packed_b_bytes(Precision p, int64_t K, int64_t N) {
 }
 
 void gemm_pack_b(Precision p, bool tb, int64_t K, int64_t N, const float* B, int64_t ldb, void* Bp) {
-  const GemmKernel& bs = gemm_kernel(p);
-  if (bs.prec == Precision::kBf16) pack_b_all(bs, tb, K, N, B, ldb, static_cast<uint16_t*>(Bp));
-  else pack_b_all(bs, tb, K, N, B, ldb, static_cast<float*>(Bp));
+  pack_b_all(gemm_kernel(p), tb, K, N, B, ldb, static_cast<char*>(Bp));
 }
 
 void gemm_prepacked_b(Precision p, bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
@@ -284,10 +204,7 @@ void gemm_prepacked_b(Precision p, bool ta, int64_t M, int64_t N, int64_t K, flo
   const GemmKernel& bs = gemm_kernel(p);
   if (M == 0 || N == 0) return;
   if (K == 0) return scale_c(M, N, beta, C, ldc);
-  if (bs.prec == Precision::kBf16)
-    prepacked(bs, ta, M, N, K, alpha, A, lda, static_cast<const uint16_t*>(Bp), Kp, beta, C, ldc);
-  else
-    prepacked(bs, ta, M, N, K, alpha, A, lda, static_cast<const float*>(Bp), Kp, beta, C, ldc);
+  prepacked(bs, ta, M, N, K, alpha, A, lda, static_cast<const char*>(Bp), Kp, beta, C, ldc);
 }
 
 }  // namespace frontier

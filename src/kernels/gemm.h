@@ -38,6 +38,13 @@ namespace frontier {
 using GemmUkernel = void (*)(int64_t kc, const void* a, const void* b, float* c, int64_t ldc, float alpha,
                              float beta);
 
+// Packing (gemm_pack.h, compiled per tier): rows [i0, i0+mc) x depth [p0, p0+kc) of op(A) into MR-row panels at
+// out; depth [p0, p0+kc) x columns [j0, j0+nr) of op(B) into one NR-column panel at out.
+using GemmPackA = void (*)(int MR, bool trans, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                           int64_t kc, void* out);
+using GemmPackB = void (*)(int NR, bool trans, const float* B, int64_t ldb, int64_t j0, int64_t nr, int64_t p0,
+                           int64_t kc, void* out);
+
 // Block sizes as data, one row per microkernel (BLIS config/<uarch>): MR x NR register tile, KC the packed depth
 // (a B micro-panel stays in L1 while A micro-panels stream through), MC the A block (in L2), NC the B block (L3).
 struct GemmKernel {
@@ -45,6 +52,8 @@ struct GemmKernel {
   Precision prec;    // of the packed operands
   GemmUkernel ukernel;
   int MR, NR, KC, MC, NC;
+  GemmPackA pack_a;
+  GemmPackB pack_b;
   int kp() const { return prec == Precision::kBf16 ? 2 : 1; }
   int elem_bytes() const { return prec == Precision::kBf16 ? 2 : 4; }
 };

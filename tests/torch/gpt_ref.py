@@ -5,11 +5,15 @@ Frontier's weights, batch and rotary tables; writes loss, logits and every param
 
 Modes by spec key: default (loss, logits, gradients); "steps" (Muon + AdamW steps: losses, final weights);
 "sequences" (per-position losses of each listed sequence, float64); "token_bytes" (val_bpb, one float64).
+Opt-in precisions of the default mode (tests/gpt_bf16_torch_test.cpp): "float64": true computes in float64 (the
+fp32 weights widened exactly; norm keeps fp32's eps, so it is Frontier's model without rounding) and writes float64;
+"autocast": "bf16" runs the forward under torch.autocast("cpu", dtype=torch.bfloat16), backward outside it.
 
 spec: {"depth", "dim", "n_head", "n_kv_head", "head_dim", "vocab_size", "B", "T",
        "params": [{"name", "shape", "offset"}]}; weights: the arena (float32); batch: idx then targets (int32, B*T
 each); rope: cos then sin (float32, T*D/2 each). out: loss, logits (B*T*V), then the gradient arena.
 """
+import contextlib
 import json
 import math
 import sys
@@ -22,7 +26,8 @@ torch.set_num_threads(1)
 
 
 def norm(x):  # F.rms_norm(x, (x.size(-1),)) in torch >= 2.4, whose default eps is finfo(dtype).eps
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + torch.finfo(x.dtype).eps)
+    eps = torch.finfo(torch.float32 if x.dtype == torch.float64 else x.dtype).eps  # float64 mode: Frontier's eps
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
 def apply_rotary_emb(x, cos, sin):
@@ -169,15 +174,27 @@ def main():
             bpb = nats[mask].double().sum() / (math.log(2) * nbytes[mask].double().sum())
         np.array([bpb.item()], dtype=np.float64).tofile(sys.argv[5])
         return
-    loss, logits = forward(spec, P, idx, targets, cos, sin)
+    f64 = spec.get("float64", False)
+    if f64:
+        P = {k: t.detach().double().requires_grad_() for k, t in P.items()}
+        cos, sin = cos.double(), sin.double()
+    precision = contextlib.nullcontext()
+    if "autocast" in spec:
+        if spec["autocast"] != "bf16":
+            raise ValueError(f"autocast: only \"bf16\" is supported, got {spec['autocast']!r}")
+        precision = torch.autocast("cpu", dtype=torch.bfloat16)
+    with precision:
+        loss, logits = forward(spec, P, idx, targets, cos, sin)
     loss.backward()
-    grads = np.zeros_like(flat)
+    dtype = np.float64 if f64 else np.float32
+    grads = np.zeros_like(flat, dtype=dtype)
     for p in spec["params"]:
         g = P[p["name"]].grad
         if g is not None:
             grads[p["offset"]:p["offset"] + g.numel()] = g.reshape(-1).numpy()
-    out = np.concatenate([np.array([loss.item()], dtype=np.float32), logits.detach().reshape(-1).numpy(), grads])
-    out.astype(np.float32).tofile(sys.argv[5])
+    logits = logits.detach().to(torch.float64 if f64 else torch.float32)  # autocast's are bf16
+    out = np.concatenate([np.array([loss.item()], dtype=dtype), logits.reshape(-1).numpy(), grads])
+    out.astype(dtype).tofile(sys.argv[5])
 
 
 if __name__ == "__main__":

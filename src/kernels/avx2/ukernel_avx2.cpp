@@ -4,8 +4,9 @@
 #include <immintrin.h>
 
 #include "kernels/gemm_kernels.h"
+#include "kernels/gemm_pack.h"
 
-namespace frontier {
+namespace frontier::tier_avx2 {
 
 namespace {
 
@@ -55,10 +56,15 @@ void ukernel_avx2_6x16(int64_t kc, const void* ap, const void* bp, float* c, int
 
 }  // namespace
 
+}  // namespace frontier::tier_avx2
+
+namespace frontier {
+
 const GemmKernel& gemm_kernel_avx2_fp32() {
   // KC: a 6x512 A panel (12 KiB) + a 512x16 B panel (32 KiB) in a 48 KiB L1; MC x KC (192 KiB) in L2; KC x NC
   // (4 MiB) in L3. Chosen by `frontier bench` over KC 192-512, MC 72-192, NC 2048-4080 on the 2-core EPYC here.
-  static const GemmKernel k{"avx2 6x16", Precision::kFp32, ukernel_avx2_6x16, kMR, kNR, 512, 96, 2048};
+  static const GemmKernel k{"avx2 6x16", Precision::kFp32,
+                                 tier_avx2::ukernel_avx2_6x16, tier_avx2::kMR, tier_avx2::kNR, 512, 96, 2048, pack_a<float>, pack_b<float>};
   return k;
 }
 

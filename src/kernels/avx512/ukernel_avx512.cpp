@@ -6,8 +6,9 @@
 #include <immintrin.h>
 
 #include "kernels/gemm_kernels.h"
+#include "kernels/gemm_pack.h"
 
-namespace frontier {
+namespace frontier::tier_avx512 {
 
 namespace {
 
@@ -42,9 +43,14 @@ void ukernel_avx512_12x32(int64_t kc, const void* ap, const void* bp, float* c, 
 
 }  // namespace
 
+}  // namespace frontier::tier_avx512
+
+namespace frontier {
+
 const GemmKernel& gemm_kernel_avx512_fp32() {
   // KC x NR B micro-panel: 256 x 32 x 4 B = 32 KiB (L1); MC x KC A block 96 x 256 x 4 B = 96 KiB (L2).
-  static const GemmKernel k{"avx512 12x32", Precision::kFp32, ukernel_avx512_12x32, kMR, kNR, 256, 96, 2048};
+  static const GemmKernel k{"avx512 12x32", Precision::kFp32,
+                                 tier_avx512::ukernel_avx512_12x32, tier_avx512::kMR, tier_avx512::kNR, 256, 96, 2048, pack_a<float>, pack_b<float>};
   return k;
 }
 

@@ -4,8 +4,9 @@
 #include <cstring>
 
 #include "kernels/gemm_kernels.h"
+#include "kernels/gemm_pack.h"
 
-namespace frontier {
+namespace frontier::tier_ref {
 
 namespace {
 
@@ -55,13 +56,19 @@ void ukernel_ref_bf16_4x8(int64_t kc, const void* ap, const void* bp, float* c, 
 
 }  // namespace
 
+}  // namespace frontier::tier_ref
+
+namespace frontier {
+
 const GemmKernel& gemm_kernel_ref_fp32() {
-  static const GemmKernel k{"ref 4x8", Precision::kFp32, ukernel_ref_4x8, kMR, kNR, 256, 128, 2048};
+  static const GemmKernel k{"ref 4x8", Precision::kFp32,
+                                 tier_ref::ukernel_ref_4x8, tier_ref::kMR, tier_ref::kNR, 256, 128, 2048, pack_a<float>, pack_b<float>};
   return k;
 }
 
 const GemmKernel& gemm_kernel_ref_bf16() {
-  static const GemmKernel k{"ref-bf16 4x8", Precision::kBf16, ukernel_ref_bf16_4x8, kMR, kNR, 256, 128, 2048};
+  static const GemmKernel k{"ref-bf16 4x8", Precision::kBf16,
+                                 tier_ref::ukernel_ref_bf16_4x8, tier_ref::kMR, tier_ref::kNR, 256, 128, 2048, pack_a<uint16_t>, pack_b<uint16_t>};
   return k;
 }
 
