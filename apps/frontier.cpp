@@ -127,9 +127,11 @@ int main(int argc, char** argv) {
   int cal_threads = 0;
   cal->add_option("--threads", cal_threads, "Threads (0 = all cores)")->capture_default_str();
 
-  auto* bn = app.add_subcommand("bench", "GEMM GFLOP/s by shape against the measured FMA peak and OpenBLAS (when "
-                                          "installed), attention, memory-bound ops in GB/s, 1- vs N-thread speedups, "
-                                          "and training tokens/s and MFU at depth 4, 6 and 8 (--torch: vs PyTorch)");
+  auto* bn = app.add_subcommand("bench", "GEMM GFLOP/s by shape and precision against the calibrated peak of the "
+                                          "unit used and the peers (OpenBLAS fp32, oneDNN bf16), attention, "
+                                          "memory-bound ops in GB/s, 1- vs N-thread speedups, and training tokens/s "
+                                          "and MFU at depth 4, 6 and 8 per precision (--torch: vs PyTorch fp32 and "
+                                          "bf16 autocast)");
   BenchOptions bo;
   std::string bn_json, bn_only;
   bn->add_option("--json", bn_json, "Also write the results as JSON here");
@@ -141,12 +143,19 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   bn->add_option("--depths", bo.depths, "Model depths for the training benchmark")->capture_default_str();
-  bn->add_option("--peak-gflops", bo.peak_gflops, "FMA peak for %peak/MFU (0 = calibration file, else measured)");
+  bn->add_option("--peak-gflops", bo.peak_gflops, "Peak for %peak/MFU, all precisions (0 = each precision's unit from the calibration "
+                 "file, else measured)");
   bool bn_torch = false, bn_no_scaling = false;
   bn->add_flag("--torch", bn_torch,
-               "Also time the same GPT and optimizer in PyTorch (/usr/bin/python3 + python3-torch; stock, tcmalloc "
-               "and BLIS + tcmalloc preloaded when installed) and print ours / best");
+               "Also time the same GPT and optimizer in PyTorch (/usr/bin/python3 + python3-torch; fp32: stock, "
+               "tcmalloc and BLIS + tcmalloc preloaded; bf16 autocast + bf16 Newton-Schulz as nanochat: stock and "
+               "tcmalloc) and print ours / best of all");
   bn->add_flag("--no-scaling", bn_no_scaling, "Skip the 1-thread runs (thread speedup)");
+  std::string bn_prec = "auto";
+  bn->add_option("--precision", bn_prec,
+                 "auto: fp32, plus bf16 where the CPU has native bf16 (tier avx512bf16); fp32: fp32 only; all: both")
+      ->check(CLI::IsMember({"auto", "fp32", "all"}))
+      ->capture_default_str();
 
   auto* pf = app.add_subcommand("profile",
                                  "Run a few training steps of a config and report per-op time, FLOPs, bytes, GFLOP/s, "
@@ -381,6 +390,7 @@ int main(int argc, char** argv) {
     bo.kernels = bn_only != "train";
     bo.train = bn_only != "kernels";
     bo.scaling = !bn_no_scaling;
+    bo.bf16 = bn_prec == "auto" ? -1 : bn_prec == "all" ? 1 : 0;
     if (bn_torch) bo.torch_script = std::string(FRONTIER_SOURCE_DIR) + "/bench/torch_speed.py";
     BenchReport rep;
     Status s = run_bench(bo, &rep);

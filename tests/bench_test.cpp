@@ -8,6 +8,7 @@
 
 #include "test_util.h"
 #include "util/file.h"
+#include "kernels/isa.h"
 
 using namespace frontier;
 using namespace frontier::testing;
@@ -20,8 +21,11 @@ TEST(Bench, TrainRowsTorchComparisonAndJson) {
   std::string text;
   ASSERT_TRUE(read_file(dir + "/b.json", &text).ok());
   auto j = nlohmann::json::parse(text);
-  ASSERT_EQ(j["train"].size(), 1u);
-  const auto& row = j["train"][0];
+  // One row per precision: fp32, and bf16 where the CPU has native bf16.
+  ASSERT_EQ(j["train"].size(), isa_supported(Isa::kAvx512Bf16) ? 2u : 1u);
+  EXPECT_EQ(j["train"][0]["precision"], "fp32");
+  if (j["train"].size() == 2) EXPECT_EQ(j["train"][1]["precision"], "bf16");
+  for (const auto& row : j["train"]) {
   EXPECT_EQ(row["depth"], 2);
   EXPECT_GT(row["tokens_per_sec"].get<double>(), 0);
   // MFU = tokens/s x FLOPs/token / peak; forward+backward alone is faster than the whole step.
@@ -31,14 +35,18 @@ TEST(Bench, TrainRowsTorchComparisonAndJson) {
   EXPECT_GT(row["thread_speedup"].get<double>(), 0);  // 1-thread run of the first config
   ASSERT_TRUE(row.contains("torch")) << r.out;
   EXPECT_GT(row["torch"]["stock"].get<double>(), 0);
+  EXPECT_GT(row["torch"]["bf16"].get<double>(), 0);  // nanochat's configuration: bf16 autocast
   EXPECT_GT(row["ratio_vs_torch_best"].get<double>(), 0);
+  }
   EXPECT_NE(r.out.find("ours/best"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tier "), std::string::npos) << r.out;
 
   auto acc = run_cmd(frontier_bin() + " bench --only train --depths 2 --steps 1 --accum 2 --no-scaling "
-                     "--peak-gflops 100 --json " + dir + "/a.json");
+                     "--precision fp32 --peak-gflops 100 --json " + dir + "/a.json");
   ASSERT_EQ(acc.rc, 0) << acc.out;
   ASSERT_TRUE(read_file(dir + "/a.json", &text).ok());
   auto ja = nlohmann::json::parse(text);
+  ASSERT_EQ(ja["train"].size(), 1u);
   EXPECT_EQ(ja["train"][0]["accum"], 2);
   EXPECT_FALSE(ja["train"][0].contains("thread_speedup"));
   EXPECT_NE(acc.out.find("8x2"), std::string::npos) << acc.out;

@@ -15,7 +15,9 @@
 #include "autograd/tape.h"
 #include "calibrate/calibrate.h"
 #include "kernels/attention.h"
+#include "bench/onednn_peer.h"
 #include "kernels/gemm.h"
+#include "kernels/isa.h"
 #include "model/gpt.h"
 #include "model/model_config.h"
 #include "optim/optim.h"
@@ -104,10 +106,11 @@ auto with_threads(int threads, F fn) {
 // One run of bench/torch_speed.py (the same GPT and optimizer in PyTorch) with env prepended; its JSON line, or
 // null if it failed.
 nlohmann::json run_torch(const std::string& script, const std::string& env, int depth, int64_t T, int B, int threads,
-                         int steps) {
+                         int steps, const std::string& precision) {
   const std::string cmd = env + " /usr/bin/python3 " + script + " --json --depth " + std::to_string(depth) +
                           " --seq-len " + std::to_string(T) + " --batch " + std::to_string(B) + " --threads " +
-                          std::to_string(threads) + " --steps " + std::to_string(steps) + " 2>/dev/null";
+                          std::to_string(threads) + " --steps " + std::to_string(steps) + " --precision " + precision +
+                          " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return nullptr;
   std::string out;
@@ -133,15 +136,26 @@ std::vector<float> rand_vec(size_t n, uint32_t seed) {
 
 Status run_bench(const BenchOptions& o, BenchReport* out) {
   const int threads = omp_get_max_threads();
-  const Ceilings ceil = machine_ceilings(threads, Precision::kFp32, o.peak_gflops, o.mem_gbs);
-  const double peak = ceil.peak_gflops, mem = ceil.mem_gbs;
-  const std::string src = ceil.source;
+  // Precisions timed: fp32 always, bf16 where the CPU multiplies bf16 natively (or when asked for).
+  std::vector<Precision> precs = {Precision::kFp32};
+  if (o.bf16 > 0 || (o.bf16 < 0 && active_isa() == Isa::kAvx512Bf16)) precs.push_back(Precision::kBf16);
+  const Ceilings ceil32 = machine_ceilings(threads, Precision::kFp32, o.peak_gflops, o.mem_gbs);
+  const Ceilings ceil16 = machine_ceilings(threads, Precision::kBf16, o.peak_gflops, ceil32.mem_gbs);
+  auto ceiling = [&](Precision p) -> const Ceilings& { return p == Precision::kBf16 ? ceil16 : ceil32; };
+  const double peak = ceil32.peak_gflops, mem = ceil32.mem_gbs;
+  const std::string src = ceil32.source;
   auto& J = out->json;
   J = {{"machine", {{"threads", threads}, {"fma_peak_gflops", peak}, {"mem_gbs", mem}, {"peak_source", src},
-                    {"gemm_kernel", gemm_kernel(Precision::kFp32).name}}},
+                    {"isa", isa_name(active_isa())}, {"cpu", cpu_features().cpu_name},
+                    {"gemm_kernel", gemm_kernel(Precision::kFp32).name},
+                    {"peaks", {{"fp32", {{"unit", ceil32.unit}, {"gflops", ceil32.peak_gflops}}},
+                               {"bf16", {{"unit", ceil16.unit}, {"gflops", ceil16.peak_gflops}}}}},
+                    {"bf16_gemm_kernel", gemm_kernel(Precision::kBf16).name}}},
        {"gemm", nlohmann::json::array()}, {"attention", nlohmann::json::array()}, {"train", nlohmann::json::array()}};
   OpenBlas blas(threads);
   J["machine"]["openblas"] = blas.sgemm ? blas.path : "not installed (apt-get install libopenblas0-pthread)";
+  OneDnnMatmul dnnl;
+  J["machine"]["onednn"] = dnnl.available() ? dnnl.description() : dnnl.error();
 
   if (o.kernels) {
     // The baseline model's matmuls at B*T = 4096 tokens (dim 512, MLP 2048, vocab 8192), in the three forms.
@@ -157,49 +171,68 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
         {"fc dW     g^T@x", true, false, 2048, 512, 4096},   {"lm dW     g^T@x", true, false, 8192, 512, 4096},
         {"qkv dW    g^T@x", true, false, 512, 512, 4096},
     };
-    for (const auto& s : shapes) {
-      const int64_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
-      auto A = rand_vec(s.M * s.K, 1), B = rand_vec(s.K * s.N, 2);
-      std::vector<float> C(s.M * s.N);
-      const double flops = 2.0 * s.M * s.N * s.K;
-      auto ours = [&] { sgemm(s.ta, s.tb, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), s.N); };
-      auto theirs = [&] {
-        if (blas.sgemm)
-          blas.sgemm(101, s.ta ? 112 : 111, s.tb ? 112 : 111, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb, 0.f,
-                     C.data(), s.N);  // CblasRowMajor, CblasNoTrans / CblasTrans
-      };
-      auto [t, tb] = best_pair(o.gemm_repeats, ours, theirs);
-      nlohmann::json row = {{"op", s.what}, {"M", s.M}, {"N", s.N}, {"K", s.K}, {"gflops", flops / t / 1e9},
-                            {"pct_peak", 100.0 * flops / t / 1e9 / peak}};
-      if (o.scaling && threads > 1) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let OpenBLAS's spinning threads settle
-        const double t1 = with_threads(1, [&] { return best_seconds(o.gemm_repeats, ours); });
-        row["gflops_1t"] = flops / t1 / 1e9;
-        row["thread_speedup"] = t1 / t;
+    for (const auto& s : shapes)
+      for (Precision prec : precs) {
+        const int64_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
+        auto A = rand_vec(s.M * s.K, 1), B = rand_vec(s.K * s.N, 2);
+        std::vector<float> C(s.M * s.N);
+        const double flops = 2.0 * s.M * s.N * s.K, pk = ceiling(prec).peak_gflops;
+        auto ours = [&] { gemm(prec, s.ta, s.tb, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), s.N); };
+        // The peer: OpenBLAS's sgemm for fp32, oneDNN's bf16 matmul (operands converted beforehand) for bf16.
+        bool have_peer = false;
+        std::string peer = prec == Precision::kBf16 ? "oneDNN" : "OpenBLAS";
+        if (prec == Precision::kFp32) {
+          have_peer = blas.sgemm != nullptr;
+        } else if (dnnl.available()) {
+          Status st = dnnl.prepare(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, s.N);
+          have_peer = st.ok();
+          if (!st.ok()) std::fprintf(stderr, "bench: oneDNN: %s\n", st.message().c_str());
+        }
+        auto theirs = [&] {
+          if (!have_peer) return;
+          if (prec == Precision::kBf16) {
+            (void)dnnl.run(C.data());
+          } else {
+            blas.sgemm(101, s.ta ? 112 : 111, s.tb ? 112 : 111, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb,
+                       0.f, C.data(), s.N);  // CblasRowMajor, CblasNoTrans / CblasTrans
+          }
+        };
+        auto [t, tb] = best_pair(o.gemm_repeats, ours, theirs);
+        nlohmann::json row = {{"op", s.what}, {"M", s.M}, {"N", s.N}, {"K", s.K}, {"gflops", flops / t / 1e9},
+                              {"precision", precision_name(prec)}, {"kernel", gemm_kernel(prec).name},
+                              {"pct_peak", 100.0 * flops / t / 1e9 / pk}};
+        if (o.scaling && threads > 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the peer's spinning threads settle
+          const double t1 = with_threads(1, [&] { return best_seconds(o.gemm_repeats, ours); });
+          row["gflops_1t"] = flops / t1 / 1e9;
+          row["thread_speedup"] = t1 / t;
+        }
+        if (have_peer) {
+          row["peer"] = peer;
+          row["peer_gflops"] = flops / tb / 1e9;
+          row["ratio_vs_peer"] = tb / t;
+        }
+        J["gemm"].push_back(row);
       }
-      if (blas.sgemm) {
-        row["openblas_gflops"] = flops / tb / 1e9;
-        row["ratio_vs_openblas"] = tb / t;
-      }
-      J["gemm"].push_back(row);
-    }
     // Attention forward + backward at the baseline's head shape.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (Precision prec : precs)
     for (int64_t T : {256, 512}) {
       const int64_t B = 8, H = 4, D = 128, nq = B * T * H * D;
+      const double peak = ceiling(prec).peak_gflops;
       auto q = rand_vec(nq, 3), k = rand_vec(nq, 4), v = rand_vec(nq, 5), go = rand_vec(nq, 6);
       std::vector<float> o_(nq), lse(B * H * T), dq(nq), dk(nq), dv(nq);
       // Causal FLOPs (as the model's estimate counts them): 2 GEMMs forward, 4 backward (+1 recompute), each
       // 2*T*T*D/2 per head.
       const double fl_f = 2.0 * 2 * B * H * T * T * D / 2, fl_b = 5.0 * 2 * B * H * T * T * D / 2;
       double tf = best_seconds(o.gemm_repeats, [&] {
-        flash_attention_forward(o_.data(), lse.data(), q.data(), k.data(), v.data(), B, T, H, H, D);
+        flash_attention_forward(o_.data(), lse.data(), q.data(), k.data(), v.data(), B, T, H, H, D, prec);
       });
       double tbk = best_seconds(o.gemm_repeats, [&] {
         flash_attention_backward(dq.data(), dk.data(), dv.data(), go.data(), o_.data(), lse.data(), q.data(),
-                                 k.data(), v.data(), B, T, H, H, D);
+                                 k.data(), v.data(), B, T, H, H, D, prec);
       });
-      J["attention"].push_back({{"B", B}, {"T", T}, {"H", H}, {"D", D}, {"fwd_gflops", fl_f / tf / 1e9},
+      J["attention"].push_back({{"precision", precision_name(prec)}, {"B", B}, {"T", T}, {"H", H}, {"D", D}, {"fwd_gflops", fl_f / tf / 1e9},
                                 {"bwd_gflops", fl_b / tbk / 1e9}, {"fwd_pct_peak", 100 * fl_f / tf / 1e9 / peak},
                                 {"bwd_pct_peak", 100 * fl_b / tbk / 1e9 / peak}});
     }
@@ -264,13 +297,23 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
   }
 
   if (o.train) {
-    const std::vector<std::pair<std::string, std::string>> torch_variants = {
-        {"stock", ""},
-        {"tcmalloc", "LD_PRELOAD=" + kTcmalloc},
-        {"blis+tcmalloc", "LD_PRELOAD='" + kBlis + " " + kTcmalloc + "' BLIS_NUM_THREADS=" + std::to_string(threads)},
+    // PyTorch as users run it: fp32 (stock, tcmalloc, BLIS + tcmalloc preloaded) and as nanochat trains, bf16
+    // autocast around forward + loss with Newton-Schulz in bf16 (stock and tcmalloc).
+    struct TorchVariant {
+      std::string name, env, precision;
+    };
+    const std::vector<TorchVariant> torch_variants = {
+        {"stock", "", "fp32"},
+        {"tcmalloc", "LD_PRELOAD=" + kTcmalloc, "fp32"},
+        {"blis+tcmalloc", "LD_PRELOAD='" + kBlis + " " + kTcmalloc + "' BLIS_NUM_THREADS=" + std::to_string(threads),
+         "fp32"},
+        {"bf16", "", "bf16"},
+        {"bf16+tcmalloc", "LD_PRELOAD=" + kTcmalloc, "bf16"},
     };
     for (size_t ci = 0; ci < o.depths.size(); ci++) {
       const int depth = o.depths[ci];
+      nlohmann::json torch_rows = nullptr;  // PyTorch is timed once per depth, compared with each precision
+      for (Precision prec : precs) {
       Config cfg = train_schema().defaults();
       cfg.set("model.depth", static_cast<int64_t>(depth));
       const int64_t T = depth <= 4 ? 256 : 512;
@@ -280,7 +323,10 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
       const int B = 8;
       Gpt gpt(shape);
       gpt.init_nanochat(1);
-      Optimizer opt(gpt, OptimConfig{});
+      OptimConfig oc;
+      oc.ns_precision = prec;
+      Optimizer opt(gpt, oc);
+      const double peak = ceiling(prec).peak_gflops;
       std::mt19937 g(7);
       std::vector<int32_t> x(B * T), y(B * T);
       for (auto& id : x) id = static_cast<int32_t>(g() % shape.vocab_size);
@@ -295,6 +341,7 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
           gpt.zero_grad();
           for (int a = 0; a < accum; a++) {
             Tape tape;
+            tape.set_precision(prec);
             Var loss = gpt.forward(tape, x.data(), y.data(), B, static_cast<int>(T));
             tape.backward(loss, 1.f / static_cast<float>(accum));
           }
@@ -310,36 +357,40 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
       auto [fb, op] = run();
       const double secs = fb + op, tokens = static_cast<double>(B) * T * accum, tps = tokens / secs,
                    fpt = gpt.flops_per_token();
-      nlohmann::json row = {{"depth", depth}, {"dim", shape.dim}, {"seq_len", T}, {"batch", B}, {"accum", accum},
+      nlohmann::json row = {{"depth", depth}, {"precision", precision_name(prec)}, {"peak_unit", ceiling(prec).unit},
+                            {"peak_gflops", peak}, {"dim", shape.dim}, {"seq_len", T}, {"batch", B}, {"accum", accum},
                             {"params_M", gpt.n_params() / 1e6}, {"step_seconds", secs},
                             {"optimizer_seconds", op}, {"tokens_per_sec", tps},
                             {"mfu_pct", 100.0 * tps * fpt / (peak * 1e9)},
                             {"fwd_bwd_mfu_pct", 100.0 * tokens * fpt / fb / (peak * 1e9)}};
-      if (o.scaling && ci == 0 && threads > 1) {  // 1 thread vs all, on the first (smallest) config
+      if (o.scaling && ci == 0 && threads > 1) {  // 1 thread vs all, on the first (smallest) config, each precision
         auto [fb1, op1] = with_threads(1, run);
         row["tokens_per_sec_1t"] = tokens / (fb1 + op1);
         row["thread_speedup"] = (fb1 + op1) / secs;
       }
-      if (!o.torch_script.empty() && accum == 1) {  // torch_speed.py has no accumulation
-        double best = 0;
-        for (const auto& [name, env] : torch_variants) {
-          if (name != "stock" && !file_exists(kTcmalloc)) continue;
-          if (name == "blis+tcmalloc" && !file_exists(kBlis)) continue;
-          nlohmann::json r = run_torch(o.torch_script, env, depth, T, B, threads, o.train_steps);
+      if (!o.torch_script.empty() && accum == 1 && torch_rows.is_null()) {  // torch_speed.py has no accumulation
+        torch_rows = nlohmann::json::object();
+        for (const auto& v : torch_variants) {
+          if (v.env.find(kTcmalloc) != std::string::npos && !file_exists(kTcmalloc)) continue;
+          if (v.env.find(kBlis) != std::string::npos && !file_exists(kBlis)) continue;
+          nlohmann::json r = run_torch(o.torch_script, v.env, depth, T, B, threads, o.train_steps, v.precision);
           if (r.is_null()) {
-            std::fprintf(stderr, "bench: torch (%s) failed at depth %d\n", name.c_str(), depth);
+            std::fprintf(stderr, "bench: torch (%s) failed at depth %d\n", v.name.c_str(), depth);
             continue;
           }
-          row["torch"][name] = r["tokens_per_sec"];
-          if (r["tokens_per_sec"].get<double>() > best) {
-            best = r["tokens_per_sec"].get<double>();
-            row["torch_best"] = name;
-          }
+          torch_rows[v.name] = r["tokens_per_sec"];
         }
+      }
+      if (!torch_rows.is_null() && !torch_rows.empty()) {
+        row["torch"] = torch_rows;
+        double best = 0;
+        for (auto it = torch_rows.begin(); it != torch_rows.end(); ++it)
+          if (it.value().get<double>() > best) best = it.value().get<double>(), row["torch_best"] = it.key();
         if (best > 0) row["ratio_vs_torch_best"] = tps / best;
       }
       J["train"].push_back(row);
-      std::fprintf(stderr, "bench: depth %d done (%.0f tok/s)\n", depth, tps);
+      std::fprintf(stderr, "bench: depth %d %s done (%.0f tok/s)\n", depth, precision_name(prec), tps);
+      }
     }
   }
   return ok_status();
@@ -347,26 +398,39 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
 
 std::string BenchReport::table() const {
   std::string s;
-  char buf[512];
+  char buf[640];
   const auto& m = json["machine"];
-  std::snprintf(buf, sizeof(buf), "machine: %d threads, FMA peak %.1f GFLOP/s (%s), memory %.1f GB/s; kernel %s; "
-                "OpenBLAS: %s\n", m["threads"].get<int>(), m["fma_peak_gflops"].get<double>(),
-                m["peak_source"].get<std::string>().c_str(), m["mem_gbs"].get<double>(),
-                m["gemm_kernel"].get<std::string>().c_str(), m["openblas"].get<std::string>().c_str());
+  std::snprintf(buf, sizeof(buf),
+                "machine: %s, %d threads, tier %s (fp32 gemm %s, bf16 gemm %s); memory %.1f GB/s; peaks (%s):\n",
+                m.value("cpu", std::string("?")).c_str(), m["threads"].get<int>(),
+                m.value("isa", std::string("?")).c_str(), m["gemm_kernel"].get<std::string>().c_str(),
+                m.value("bf16_gemm_kernel", std::string("?")).c_str(), m["mem_gbs"].get<double>(),
+                m["peak_source"].get<std::string>().c_str());
+  s += buf;
+  if (m.contains("peaks"))
+    for (const char* p : {"fp32", "bf16"}) {
+      std::snprintf(buf, sizeof(buf), "  %s: %.1f GFLOP/s (%s)\n", p, m["peaks"][p]["gflops"].get<double>(),
+                    m["peaks"][p]["unit"].get<std::string>().c_str());
+      s += buf;
+    }
+  std::snprintf(buf, sizeof(buf), "peers: OpenBLAS %s; oneDNN %s\n", m["openblas"].get<std::string>().c_str(),
+                m.value("onednn", std::string("-")).c_str());
   s += buf;
   if (!json["gemm"].empty()) {
-    s += "\nGEMM                      M      N      K   GFLOP/s  %peak  OpenBLAS  ratio   1-thread  2t/1t\n";
+    s += "\nGEMM               prec       M      N      K   GFLOP/s  %peak  peer      GFLOP/s   ours/peer  "
+         "1-thread  2t/1t\n";
     for (const auto& r : json["gemm"]) {
-      std::snprintf(buf, sizeof(buf), "%-18s %6lld %6lld %6lld  %8.1f  %5.1f", r["op"].get<std::string>().c_str(),
-                    r["M"].get<long long>(), r["N"].get<long long>(), r["K"].get<long long>(),
-                    r["gflops"].get<double>(), r["pct_peak"].get<double>());
+      std::snprintf(buf, sizeof(buf), "%-18s %-4s %6lld %6lld %6lld  %8.1f  %5.1f", r["op"].get<std::string>().c_str(),
+                    r.value("precision", std::string("fp32")).c_str(), r["M"].get<long long>(),
+                    r["N"].get<long long>(), r["K"].get<long long>(), r["gflops"].get<double>(),
+                    r["pct_peak"].get<double>());
       s += buf;
-      if (r.contains("openblas_gflops")) {
-        std::snprintf(buf, sizeof(buf), "  %8.1f  %5.2fx", r["openblas_gflops"].get<double>(),
-                      r["ratio_vs_openblas"].get<double>());
+      if (r.contains("peer_gflops")) {
+        std::snprintf(buf, sizeof(buf), "  %-8s %8.1f  %8.2fx", r["peer"].get<std::string>().c_str(),
+                      r["peer_gflops"].get<double>(), r["ratio_vs_peer"].get<double>());
         s += buf;
       } else {
-        s += "         -      -";
+        s += "  -               -          -";
       }
       if (r.contains("thread_speedup")) {
         std::snprintf(buf, sizeof(buf), "  %8.1f  %5.2fx\n", r["gflops_1t"].get<double>(),
@@ -378,12 +442,13 @@ std::string BenchReport::table() const {
     }
   }
   if (!json["attention"].empty()) {
-    s += "\nattention (causal)   B    T   H    D   fwd GFLOP/s %peak   bwd GFLOP/s %peak\n";
+    s += "\nattention (causal)  prec   B    T   H    D   fwd GFLOP/s %peak   bwd GFLOP/s %peak\n";
     for (const auto& r : json["attention"]) {
-      std::snprintf(buf, sizeof(buf), "%-18s %3lld %4lld %3lld %4lld   %10.1f %5.1f   %10.1f %5.1f\n", "",
-                    r["B"].get<long long>(), r["T"].get<long long>(), r["H"].get<long long>(),
-                    r["D"].get<long long>(), r["fwd_gflops"].get<double>(), r["fwd_pct_peak"].get<double>(),
-                    r["bwd_gflops"].get<double>(), r["bwd_pct_peak"].get<double>());
+      std::snprintf(buf, sizeof(buf), "%-19s %-4s %3lld %4lld %3lld %4lld   %10.1f %5.1f   %10.1f %5.1f\n", "",
+                    r.value("precision", std::string("fp32")).c_str(), r["B"].get<long long>(),
+                    r["T"].get<long long>(), r["H"].get<long long>(), r["D"].get<long long>(),
+                    r["fwd_gflops"].get<double>(), r["fwd_pct_peak"].get<double>(), r["bwd_gflops"].get<double>(),
+                    r["bwd_pct_peak"].get<double>());
       s += buf;
     }
   }
@@ -397,36 +462,40 @@ std::string BenchReport::table() const {
     }
   }
   if (!json["train"].empty()) {
-    s += "\ntrain step (fwd+bwd+Muon/AdamW)  depth  dim  seq  batch  params  tokens/s   MFU%  fwd+bwd MFU%  optim%\n";
+    s += "\ntrain step (fwd+bwd+Muon/AdamW)  prec  depth  dim  seq  batch  params  tokens/s   MFU%  fwd+bwd MFU%  "
+         "optim%   (MFU vs the precision's peak)\n";
     for (const auto& r : json["train"]) {
       const std::string batch = r.value("accum", 1) > 1 ? std::to_string(r["batch"].get<int>()) + "x" +
                                                               std::to_string(r["accum"].get<int>())
                                                         : std::to_string(r["batch"].get<int>());
-      std::snprintf(buf, sizeof(buf), "%-32s %5d %4d %4lld %6s %6.1fM %9.0f %6.1f %13.1f %7.1f\n", "",
-                    r["depth"].get<int>(), r["dim"].get<int>(), r["seq_len"].get<long long>(), batch.c_str(),
-                    r["params_M"].get<double>(), r["tokens_per_sec"].get<double>(), r["mfu_pct"].get<double>(),
-                    r["fwd_bwd_mfu_pct"].get<double>(),
+      std::snprintf(buf, sizeof(buf), "%-32s %-4s %6d %4d %4lld %6s %6.1fM %9.0f %6.1f %13.1f %7.1f\n", "",
+                    r.value("precision", std::string("fp32")).c_str(), r["depth"].get<int>(), r["dim"].get<int>(),
+                    r["seq_len"].get<long long>(), batch.c_str(), r["params_M"].get<double>(),
+                    r["tokens_per_sec"].get<double>(), r["mfu_pct"].get<double>(), r["fwd_bwd_mfu_pct"].get<double>(),
                     100.0 * r["optimizer_seconds"].get<double>() / r["step_seconds"].get<double>());
       s += buf;
     }
     for (const auto& r : json["train"]) {
       if (!r.contains("thread_speedup")) continue;
-      std::snprintf(buf, sizeof(buf), "threads: depth %d: %.0f tokens/s on 1 thread, %.0f on %d: %.2fx\n",
-                    r["depth"].get<int>(), r["tokens_per_sec_1t"].get<double>(), r["tokens_per_sec"].get<double>(),
+      std::snprintf(buf, sizeof(buf), "threads: depth %d %s: %.0f tokens/s on 1 thread, %.0f on %d: %.2fx\n",
+                    r["depth"].get<int>(), r.value("precision", std::string("fp32")).c_str(),
+                    r["tokens_per_sec_1t"].get<double>(), r["tokens_per_sec"].get<double>(),
                     json["machine"]["threads"].get<int>(), r["thread_speedup"].get<double>());
       s += buf;
     }
     bool torch = false;
     for (const auto& r : json["train"]) torch |= r.contains("torch");
     if (torch) {
-      s += "\nPyTorch (bench/torch_speed.py: same GPT, Muon + AdamW), tokens/s     ours   stock  tcmalloc  "
-           "blis+tc   ours/best\n";
+      s += "\nPyTorch (bench/torch_speed.py: same GPT, Muon + AdamW), tokens/s\n"
+           "                        ours  | fp32: stock  tcmalloc  blis+tc | bf16 autocast: stock  tcmalloc | "
+           "ours/best\n";
       for (const auto& r : json["train"]) {
         if (!r.contains("torch")) continue;
         auto get = [&](const char* k) { return r["torch"].contains(k) ? r["torch"][k].get<double>() : 0.0; };
-        std::snprintf(buf, sizeof(buf), "depth %d dim %d seq %lld %36.0f %7.0f %9.0f %8.0f %10.2fx\n",
-                      r["depth"].get<int>(), r["dim"].get<int>(), r["seq_len"].get<long long>(),
-                      r["tokens_per_sec"].get<double>(), get("stock"), get("tcmalloc"), get("blis+tcmalloc"),
+        std::snprintf(buf, sizeof(buf), "depth %d seq %-4lld %-4s %7.0f  | %11.0f %9.0f %8.0f | %20.0f %9.0f | %8.2fx\n",
+                      r["depth"].get<int>(), r["seq_len"].get<long long>(),
+                      r.value("precision", std::string("fp32")).c_str(), r["tokens_per_sec"].get<double>(),
+                      get("stock"), get("tcmalloc"), get("blis+tcmalloc"), get("bf16"), get("bf16+tcmalloc"),
                       r.value("ratio_vs_torch_best", 0.0));
         s += buf;
       }

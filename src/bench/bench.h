@@ -1,6 +1,8 @@
-// `frontier bench`: kernel throughput by shape against the machine's measured ceilings and Debian's OpenBLAS (when
-// its library is installed; loaded with dlopen, so it is never a build dependency), and end-to-end training
-// tokens/s and MFU per model config, all measured in one run.
+// `frontier bench`: kernel throughput by shape against the machine's measured ceilings (the peak of the unit each
+// precision runs on) and the peers, Debian's OpenBLAS for fp32 and oneDNN for bf16 (loaded with dlopen, so never a
+// build dependency), and end-to-end training tokens/s and MFU per model config and precision, optionally against
+// PyTorch (fp32 variants and nanochat's bf16 autocast), all measured in one run. Every row names its precision; the
+// machine line names the ISA tier and kernels.
 //
 //   BenchOptions o;                       // defaults: the model's shapes at depth 4/6/8, 2 repeats
 //   BenchReport r;
@@ -21,6 +23,7 @@ struct BenchOptions {
   int train_steps = 3;           // timed steps per config (after 1 warm-up step)
   int accum = 1;                 // micro-batches (of 8 sequences) per optimizer step
   int gemm_repeats = 3;          // best of
+  int bf16 = -1;                 // also time bf16: -1 where the CPU has native bf16 (tier avx512bf16), 0 no, 1 yes
   std::vector<int> depths = {4, 6, 8};
   double peak_gflops = 0;        // 0: calibration file, else measured now
   double mem_gbs = 0;

@@ -26,7 +26,9 @@ struct AlignedBytes {
   void* data() { return p; }
 };
 
-constexpr int64_t kBlock = 64;  // query rows per tile (32, 48, 96, 128 and 256 measured no faster here)
+// Query rows per tile: 96 is a multiple of every microkernel's MR (4, 6, 12), so no edge tiles; measured here (bf16,
+// depth 8) 350 vs 420 ms of attention per step against 64, and 48 no better.
+constexpr int64_t kBlock = 96;
 
 // P (bq, nk) <- softmax over s <= t of S (already scaled), t = i0 + r; entries above the diagonal become 0.
 // Writes lse[r] = max + log(sum) when lse is given, else uses the given lse (backward recompute).

@@ -9,6 +9,8 @@
 
 #include "kernels/gemm.h"
 
+extern "C" int frontier_baseline_check_linked();  // isa_baseline_check.cpp
+
 namespace frontier {
 
 namespace {
@@ -93,6 +95,7 @@ Status isa_from_env(Isa* out) {
 
 void isa_init_or_exit() {
   std::call_once(g_init, [] {
+    FRONTIER_CHECK(frontier_baseline_check_linked() == 1);
     Isa t;
     Status s = isa_from_env(&t);
     if (!s.ok()) {

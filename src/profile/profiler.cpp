@@ -30,6 +30,9 @@ void Profiler::stop() {
 
 int Profiler::open() { return depth_++; }
 
+ProfPause::ProfPause() : saved_(t_active) { t_active = nullptr; }
+ProfPause::~ProfPause() { t_active = saved_; }
+
 void Profiler::close(ProfEvent e) {
   depth_--;
   events_.push_back(std::move(e));

@@ -62,6 +62,19 @@ class ProfScope {
   ProfEvent e_;
 };
 
+// Stops this thread's scopes from recording while it lives (work split over threads at a coarser grain, e.g. Muon's
+// matrices, is timed by one enclosing scope instead of by the scopes of whichever parts ran on this thread).
+class ProfPause {
+ public:
+  ProfPause();
+  ~ProfPause();
+  ProfPause(const ProfPause&) = delete;
+  ProfPause& operator=(const ProfPause&) = delete;
+
+ private:
+  Profiler* saved_;
+};
+
 // "M=2048 N=512 K=2048", or "" for an event without a shape.
 std::string shape_string(const ProfEvent& e);
 
