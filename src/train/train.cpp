@@ -105,7 +105,10 @@ std::string TrainSummary::format() const {
                 "depth:            %d\ntokens_per_sec:   %.0f\n",
                 val_bpb, training_seconds, eval_seconds, total_seconds, peak_mem_mb, mfu_percent, total_tokens_M,
                 static_cast<long long>(num_steps), num_params_M, depth, tokens_per_sec);
-  return buf;
+  std::string out = buf;
+  if (!precision.empty()) out += "precision:        " + precision + "\n";
+  if (!mfu_peak.empty()) out += "mfu_peak:         " + mfu_peak + "\n";
+  return out;
 }
 
 Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
@@ -388,6 +391,10 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
                          ? counted_steps * static_cast<double>(total) / training_time
                          : (all_steps_time > 0 ? steps_here * static_cast<double>(total) / all_steps_time : 0);
   s.mfu_percent = 100.0 * s.tokens_per_sec * flops_per_token / (peak * 1e9);
+  s.precision = precision_name(prec);
+  char pk[128];
+  std::snprintf(pk, sizeof(pk), "%.1f GFLOP/s %s", peak, ceil.unit.c_str());
+  s.mfu_peak = pk;
   s.final_loss = loss_val;
   s.run_dir = run_dir;
   return write_file_atomic(run_dir + "/summary.txt", s.format());
