@@ -349,9 +349,15 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
     bool tty = isatty(2);
     if (tty || since(last_print) > 5.0) {
       last_print = Clock::now();
+      // Progress and time left: by steps when train.max_steps ends the run first, else by the budget.
+      const double step_frac = max_steps > 0 ? static_cast<double>(step) / max_steps : 0.0;
+      const double time_frac = std::min(training_time / budget, 1.0);
+      const bool by_steps = max_steps > 0 && step_frac >= time_frac;
+      const double left = by_steps ? (max_steps - step) * (training_time / std::max<int64_t>(1, step))
+                                   : std::max(0.0, budget - training_time);
       std::fprintf(stderr, "%sstep %5lld | %5.1f%% | loss %.4f | lr x%.3f | %7.0f tok/s | mfu %5.2f%% | %5.1fs left %s",
-                 tty ? "\r" : "", static_cast<long long>(step), 100.0 * std::min(training_time / budget, 1.0), smooth, lr_mult, tps,
-                 mfu, std::max(0.0, budget - training_time), tty ? "" : "\n");
+                   tty ? "\r" : "", static_cast<long long>(step), 100.0 * (by_steps ? step_frac : time_frac), smooth,
+                   lr_mult, tps, mfu, left, tty ? "" : "\n");
     }
     if ((step > excluded && training_time >= budget) || (max_steps > 0 && step >= max_steps)) break;
     if ((ckpt_steps > 0 && step % ckpt_steps == 0) || (ckpt_secs > 0 && since(last_ckpt) >= ckpt_secs)) {
