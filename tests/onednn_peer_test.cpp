@@ -15,17 +15,12 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "test_util.h"
 
 namespace frontier {
 namespace {
 
-std::vector<float> rand_vec(size_t n, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
+std::vector<float> rand_vec(size_t n, uint32_t seed) { return testing::rand_floats(n, seed); }
 
 struct Shape {
   int64_t M, N, K;

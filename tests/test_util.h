@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 
 namespace frontier::testing {
@@ -51,6 +53,15 @@ inline void write_text(const std::string& path, const std::string& s) {
   ASSERT_NE(f, nullptr) << path;
   fwrite(s.data(), 1, s.size(), f);
   fclose(f);
+}
+
+// n floats uniform in [-1, 1), deterministic for a seed (the GEMM and peer tests' operands).
+inline std::vector<float> rand_floats(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
 }
 
 }  // namespace frontier::testing
