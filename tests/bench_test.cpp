@@ -40,6 +40,9 @@ TEST(Bench, TrainRowsTorchComparisonAndJson) {
   }
   EXPECT_NE(r.out.find("ours/best"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tier "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("targets (issue 12"), std::string::npos) << r.out;  // met / SHORT per target
+  if (isa_supported(Isa::kAvx512Bf16))
+    EXPECT_NE(r.out.find("bf16 training, ours / best PyTorch"), std::string::npos) << r.out;
 
   auto acc = run_cmd(frontier_bin() + " bench --only train --depths 2 --steps 1 --accum 2 --no-scaling "
                      "--precision fp32 --peak-gflops 100 --json " + dir + "/a.json");

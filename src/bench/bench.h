@@ -33,7 +33,8 @@ struct BenchOptions {
 
 struct BenchReport {
   nlohmann::json json;           // {"machine": ..., "gemm": [...], "attention": [...], "train": [...]}
-  std::string table() const;
+  std::string table() const;    // includes targets()
+  std::string targets() const;  // issue 12's targets checked against the rows present: met or SHORT, with ranges
 };
 
 Status run_bench(const BenchOptions& o, BenchReport* out);
