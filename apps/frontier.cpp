@@ -170,7 +170,8 @@ int main(int argc, char** argv) {
   pf->add_option("--warmup", pfo.warmup, "Unprofiled warm-up steps first")->capture_default_str();
   pf->add_option("--trace", pf_trace, "Chrome/Perfetto trace JSON to write (\"\" = none)")->capture_default_str();
   pf->add_option("--json", pf_json, "Also write the per-op table as JSON here");
-  pf->add_option("--peak-gflops", pfo.peak_gflops, "FMA peak for the roofline (0 = calibration file, else measured)");
+  pf->add_option("--peak-gflops", pfo.peak_gflops, "Peak GFLOP/s for the roofline (0 = the unit of train.precision from the calibration "
+                 "file, else measured)");
   pf->add_option("--mem-gbs", pfo.mem_gbs, "Memory bandwidth for the roofline (0 = calibration file, else measured)");
 
   auto* ev = app.add_subcommand("eval", "Evaluate a trained checkpoint");

@@ -57,4 +57,7 @@ TEST(Bench, TrainRowsTorchComparisonAndJson) {
   auto bad = run_cmd(frontier_bin() + " bench --accum 0");
   EXPECT_NE(bad.rc, 0);
   EXPECT_NE(bad.out.find("--accum"), std::string::npos) << bad.out;
+  bad = run_cmd(frontier_bin() + " bench --precision fp16");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("--precision"), std::string::npos) << bad.out;
 }

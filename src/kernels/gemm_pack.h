@@ -15,7 +15,9 @@
 namespace frontier {
 namespace {
 
-// fp32 -> bf16 bits, round to nearest even, NaN kept quiet (branch-free, so loops vectorise).
+// fp32 -> bf16 bits, round to nearest even, NaN kept quiet: the same function as to_bf16 (gemm.h), written
+// branch-free so the packing loops vectorise, and kept as this internal-linkage copy on purpose: an inline function
+// with external linkage used here would be compiled with each tier's flags and merged by the linker (see the top).
 inline uint16_t pack_to_bf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);

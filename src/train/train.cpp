@@ -223,6 +223,7 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
     else n_emb += p.numel();
   }
   const double flops_per_token = gpt.flops_per_token();
+  // Training needs only the compute peak: a bandwidth of 1 (unused) spares the seconds of a triad measurement.
   const Ceilings ceil = machine_ceilings(threads, prec, cfg.get_float("train.peak_gflops"), 1.0);
   const double peak = ceil.peak_gflops;
   const std::string peak_src = ceil.source == "given"           ? "train.peak_gflops"
