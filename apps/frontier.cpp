@@ -12,6 +12,8 @@
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
+#include <cfloat>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -31,6 +33,7 @@
 #include "data/prepare.h"
 #include "tokenizer/tokenizer.h"
 #include "research/research.h"
+#include "train/identity.h"
 #include "train/train.h"
 #include "util/file.h"
 #include "util/utf8.h"
@@ -40,6 +43,37 @@ using namespace frontier;
 static int fail(const Status& s) {
   std::fprintf(stderr, "error: %s\n", s.message().c_str());
   return 1;
+}
+
+// An option's value must be a number in [lo, hi]. CLI11's NonNegativeNumber and Range let NaN through (every
+// comparison with it is false) and print DBL_MAX in full; an unsigned option alone would read "-1" as 2^64 - 1.
+static CLI::Validator number_in(double lo, double hi = DBL_MAX) {
+  char range[64];
+  std::snprintf(range, sizeof(range), hi == DBL_MAX ? ">= %g" : "in [%g, %g]", lo, hi);
+  return CLI::Validator(
+      [lo, hi, what = std::string(range)](std::string& v) {
+        double x = 0;
+        bool ok = CLI::detail::lexical_cast(v, x) && x >= lo && x <= hi;  // false for NaN
+        return ok ? std::string() : "Value " + v + " is not a number " + what;
+      },
+      std::string(hi == DBL_MAX ? "" : "FINITE ") + (lo == 0 ? "NONNEGATIVE" : lo == 1 ? "POSITIVE" : range));
+}
+
+// Trains and prints the summary, also when the run stopped early with results to show (interrupted, a file not
+// saved): then the error follows it, and the exit status is 128 + the signal for an interrupted run, else 1.
+static int run_train(const Config& cfg, const TrainOptions& to) {
+  TrainSummary sum;
+  Status s = train(cfg, &sum, to);
+  if (sum.has_summary) {
+    std::printf("%s", sum.format().c_str());
+    std::printf("run_dir:          %s\n", sum.run_dir.c_str());
+    std::fflush(stdout);
+  }
+  if (!s.ok()) {
+    fail(s);
+    return sum.signal ? 128 + sum.signal : 1;
+  }
+  return 0;
 }
 
 static void print_prepare_summary(const PrepareOptions& o, const PrepareResult& r) {
@@ -62,10 +96,33 @@ static void print_prepare_summary(const PrepareOptions& o, const PrepareResult& 
   }
 }
 
+static int run_main(int argc, char** argv);
+
+// No exception ends the process with an abort: out of memory and anything a library throws become the one-line
+// error every other failure gives (the subcommands return Status; this is the net under them).
 int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: out of memory (free memory, or use a smaller model or batch: model.depth, "
+                 "train.micro_batch, eval.batch)\n");
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s (unexpected; please report it with the command line)\n", e.what());
+  }
+  return 1;
+}
+
+static int run_main(int argc, char** argv) {
   isa_init_or_exit();  // a bad FRONTIER_ISA is a one-line error before anything runs
   CLI::App app{"Frontier: train the best language model this machine can train in a fixed wall-clock budget."};
   app.require_subcommand(1);
+  // A bad flag or value ends, like every other failure, with one line "error: ..." (CLI11's default puts a
+  // "Run with --help" line after it). Subcommands inherit it.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    return "error: " + std::string(e.what()) + " (see `" + a->get_name() + " --help`)\n";
+  });
 
   PrepareOptions po;
   std::string utf8 = "error";
@@ -82,14 +139,18 @@ int main(int argc, char** argv) {
   prep->add_option("--vocab-size", po.vocab_size, "Vocabulary size including special tokens")->capture_default_str();
   prep->add_option("--tokenizer", po.tokenizer_dir, "Reuse this tokenizer directory instead of training one");
   prep->add_option("--tokenizer-max-chars", po.tokenizer_max_chars, "Train the tokenizer on at most this many bytes")
+      ->check(number_in(1))
       ->capture_default_str();
   prep->add_option("--shard-tokens", po.shard_tokens, "Tokens per shard (shards end at document boundaries)")
+      ->check(number_in(1))
       ->capture_default_str();
   prep->add_option("--invalid-utf8", utf8, "Invalid UTF-8 in the input: error (stop, naming file:line) or replace "
                                            "(substitute U+FFFD)")
       ->check(CLI::IsMember({"error", "replace"}))
       ->capture_default_str();
-  prep->add_option("--threads", po.threads, "Threads (0 = all cores)")->capture_default_str();
+  prep->add_option("--threads", po.threads, "Threads (0 = all cores)")
+      ->check(number_in(0))
+      ->capture_default_str();
   prep->add_flag("--quiet", quiet, "No progress output");
 
   auto* tk = app.add_subcommand("tokenizer", "Encode or decode with a tokenizer directory");
@@ -119,6 +180,8 @@ int main(int argc, char** argv) {
   std::string tr_resume;
   tr->add_option("--resume", tr_resume, "Continue an interrupted run from RUN_DIR/model.ckpt (uses RUN_DIR/config.toml)");
   tr->add_flag("--list-keys", tr_keys, "List every config key with its type, default and meaning, then exit");
+  bool tr_force = false;
+  tr->add_flag("--force", tr_force, "Overwrite a train.run_dir that already holds a run (finished or not)");
 
   auto* cal = app.add_subcommand("calibrate",
                                  "Measure the peak of every arithmetic unit this CPU has (AVX2 fp32 FMA, AVX-512 fp32 "
@@ -182,7 +245,9 @@ int main(int argc, char** argv) {
   ev_core->add_option("--checkpoint", ev_ckpt, "RUN_DIR/model.ckpt from frontier train")->required();
   ev_core->add_option("--bundle", ev_bundle, "Eval bundle in nanochat's layout")->capture_default_str();
   ev_core->add_option("--data", ev_data, "Prepared dataset whose tokenizer to use (default: the run's train.data)");
-  ev_core->add_option("--max-per-task", ev_max, "At most N items per task (0 = all)")->capture_default_str();
+  ev_core->add_option("--max-per-task", ev_max, "At most N items per task (0 = all)")
+      ->check(number_in(0))
+      ->capture_default_str();
   ev_core->add_option("--json", ev_json, "Also write the per-task results as JSON here");
 
   auto* ev_score = ev->add_subcommand("score", "The composite leaderboard score: 0.5 (1 - val_bpb/8) + 0.5 CORE "
@@ -192,7 +257,11 @@ int main(int argc, char** argv) {
   ev_score->add_option("--checkpoint", es_ckpt, "RUN_DIR/model.ckpt from frontier train")->required();
   ev_score->add_option("--bundle", es_bundle, "Eval bundle in nanochat's layout")->capture_default_str();
   ev_score->add_option("--data", es_data, "Prepared dataset (default: the run's train.data)");
+  bool es_cross = false;
+  ev_score->add_flag("--cross-data", es_cross, "Allow --data to be a dataset other than the run's (same tokenizer); "
+                     "said so in the result");
   ev_score->add_option("--max-per-task", es_max, "At most N CORE items per task (0 = all; the leaderboard uses 0)")
+      ->check(number_in(0))
       ->capture_default_str();
   ev_score->add_option("--json", es_json, "Also write val_bpb, CORE, the composite and the per-task table as JSON");
 
@@ -201,8 +270,11 @@ int main(int argc, char** argv) {
   int64_t eb_tokens = 0;
   ev_bpb->add_option("--checkpoint", eb_ckpt, "RUN_DIR/model.ckpt from frontier train")->required();
   ev_bpb->add_option("--data", eb_data, "Prepared dataset (default: the run's train.data)");
+  bool eb_cross = false;
+  ev_bpb->add_flag("--cross-data", eb_cross, "Allow --data to be a dataset other than the run's (same tokenizer): a "
+                   "deliberate cross-data evaluation, said so in the result");
   ev_bpb->add_option("--split", eb_split, "Split to score")->check(CLI::IsMember({"val", "train"}))->capture_default_str();
-  ev_bpb->add_option("--tokens", eb_tokens, "Tokens to score (default: the run's eval.tokens)");
+  ev_bpb->add_option("--tokens", eb_tokens, "Tokens to score (0 = the run's eval.tokens)")->check(number_in(0));
 
   auto* sm = app.add_subcommand("sample", "Generate text from a checkpoint (KV cache; temperature, top-k; "
                                           "deterministic for a seed)");
@@ -214,10 +286,15 @@ int main(int argc, char** argv) {
   sm->add_option("--data", sm_data, "Prepared dataset whose tokenizer to use (default: the run's train.data)");
   sm->add_option("--prompt", sm_prompt, "Text to continue (default: unconditioned, from <|bos|> alone)");
   sm->add_option("--tokens", sm_tokens, "Tokens to generate (stops earlier at the model's context length)")
+      ->check(number_in(0))
       ->capture_default_str();
-  sm->add_option("--temperature", sm_temp, "Softmax temperature; 0 = greedy")->capture_default_str();
-  sm->add_option("--top-k", sm_topk, "Sample among the k most likely tokens (0 = all)")->capture_default_str();
-  sm->add_option("--seed", sm_seed, "Sampling seed")->capture_default_str();
+  sm->add_option("--temperature", sm_temp, "Softmax temperature; 0 = greedy")
+      ->check(number_in(0, FLT_MAX))  // finite as a float
+      ->capture_default_str();
+  sm->add_option("--top-k", sm_topk, "Sample among the k most likely tokens (0 = all)")
+      ->check(number_in(0))
+      ->capture_default_str();
+  sm->add_option("--seed", sm_seed, "Sampling seed")->check(number_in(0))->capture_default_str();
 
   auto* rs = app.add_subcommand("research", "The autoresearch loop: run trials of `frontier train` under a fixed "
                                             "budget, keep a change only when it beats the best by more than the "
@@ -228,16 +305,33 @@ int main(int argc, char** argv) {
   rs->add_option("--base", ro.base, "Base config (TOML)")->capture_default_str();
   rs->add_option("--space", ro.space, "Search space (TOML: a table per config key with choices or min/max)")
       ->capture_default_str();
-  rs->add_option("--budget", ro.budget, "Training budget per trial, seconds")->capture_default_str();
-  rs->add_option("--hours", ro.hours, "Stop after this many hours (0 = no limit)")->capture_default_str();
+  // A finite number > 0 (or >= 0): NaN and inf pass CLI::PositiveNumber, whose message also prints DBL_MAX in full.
+  auto rs_finite = [](bool positive) {
+    return CLI::Validator(
+        [positive](std::string& v) {
+          double x = 0;
+          bool ok = CLI::detail::lexical_cast(v, x) && std::isfinite(x) && (positive ? x > 0 : x >= 0);
+          return ok ? std::string() : "Value " + v + " is not a finite number " + (positive ? "> 0" : ">= 0");
+        },
+        positive ? "FINITE > 0" : "FINITE >= 0");
+  };
+  const auto rs_count = CLI::Range(0, std::numeric_limits<int>::max());
+  rs->add_option("--budget", ro.budget, "Training budget per trial, seconds")
+      ->check(rs_finite(true))->capture_default_str();
+  rs->add_option("--hours", ro.hours, "Stop after this many hours (0 = no limit)")
+      ->check(rs_finite(false))->capture_default_str();
   rs->add_option("--trials", ro.max_trials, "Stop when the ledger has this many trials, baseline included (0 = no "
-                                            "limit)")->capture_default_str();
+                                            "limit)")->check(rs_count)->capture_default_str();
   rs->add_option("--proposer", ro.proposer, "random | mutate | halving | a command that reads the ledger as JSON on "
                                             "stdin and prints {\"set\": {...}, \"description\": ...}")
       ->capture_default_str();
+  rs->add_option("--proposer-timeout", ro.proposer_timeout, "Seconds an external proposer may take; then it is "
+                                                            "killed and the proposal recorded as failed")
+      ->check(rs_finite(true))->capture_default_str();
   rs->add_option("--repeats", ro.repeats, "Base-config runs (different seeds) that measure the noise floor")
-      ->capture_default_str();
-  rs->add_option("--min-delta", ro.min_delta, "Keep threshold floor: max(spread, this)")->capture_default_str();
+      ->check(rs_count)->capture_default_str();
+  rs->add_option("--min-delta", ro.min_delta, "Keep threshold floor: max(spread, this)")
+      ->check(rs_finite(false))->capture_default_str();
   rs->add_option("--seed", ro.seed, "Proposal and baseline seed")->capture_default_str();
   rs->add_option("--out", ro.out_dir, "Session directory (resumes if it holds a ledger)")->required();
   rs->add_option("--data", ro.data, "Prepared dataset for every trial (overrides the base's train.data)");
@@ -256,11 +350,13 @@ int main(int argc, char** argv) {
   if (sm->parsed()) {
     Config cfg;
     std::unique_ptr<Gpt> gpt;
-    Status s = load_trained_model(sm_ckpt, &cfg, &gpt);
+    RunIdentity id;
+    Status s = load_trained_model(sm_ckpt, &cfg, &gpt, &id);
     if (!s.ok()) return fail(s);
     std::string data_dir = sm_data.empty() ? cfg.get_string("train.data") : sm_data;
     Tokenizer tok;
     if (!(s = tok.load(data_dir + "/tokenizer")).ok()) return fail(s);
+    if (!(s = id.check_tokenizer(tok, sm_ckpt)).ok()) return fail(s);
     if (static_cast<int>(tok.vocab_size()) != gpt->shape().vocab_size)
       return fail(Status::error("checkpoint vocab_size " + std::to_string(gpt->shape().vocab_size) +
                                 " does not match the tokenizer in " + data_dir + "; pass --data with the run's dataset"));
@@ -304,10 +400,13 @@ int main(int argc, char** argv) {
   if (ev_score->parsed()) {
     Config cfg;
     std::unique_ptr<Gpt> gpt;
-    Status s = load_trained_model(es_ckpt, &cfg, &gpt);
+    RunIdentity id;
+    Status s = load_trained_model(es_ckpt, &cfg, &gpt, &id);
     if (!s.ok()) return fail(s);
     PreparedData data;
     if (!(s = data.open(es_data.empty() ? cfg.get_string("train.data") : es_data)).ok()) return fail(s);
+    std::string cross;
+    if (!(s = id.check_data(data, es_cross, es_ckpt, &cross)).ok()) return fail(s);
     if (static_cast<int>(data.tokenizer().vocab_size()) != gpt->shape().vocab_size)
       return fail(Status::error("checkpoint vocab_size " + std::to_string(gpt->shape().vocab_size) +
                                 " does not match the data's tokenizer (" +
@@ -322,17 +421,15 @@ int main(int argc, char** argv) {
     if (!(s = evaluate_core(*gpt, data.tokenizer(), bundle, es_max, &rep)).ok()) return fail(s);
     std::printf("%s", rep.table().c_str());
     const double comp = composite_score(bpb, rep.core);
-    std::printf("val_bpb:   %.6f  (bpb_score 1 - val_bpb/8 = %.6f)\n", bpb, bpb_score(bpb));
+    std::printf("val_bpb:   %.6f  (bpb_score 1 - val_bpb/8 = %.6f)%s\n", bpb, bpb_score(bpb),
+                cross.empty() ? "" : ("  [" + cross + "]").c_str());
     std::printf("CORE (%d/%d tasks%s): %.6f\n", rep.n_present, rep.n_total,
                 es_max > 0 ? (", " + std::to_string(es_max) + " items per task").c_str() : "", rep.core);
     std::printf("composite: %.6f  (0.5 bpb_score + 0.5 CORE)\n", comp);
     if (!es_json.empty()) {
-      nlohmann::json j = {{"val_bpb", bpb}, {"bpb_score", bpb_score(bpb)}, {"core", rep.core},
-                          {"tasks_present", rep.n_present}, {"tasks_total", rep.n_total},
-                          {"max_per_task", es_max}, {"composite", comp}, {"tasks", nlohmann::json::array()}};
-      for (const auto& t : rep.tasks)
-        j["tasks"].push_back({{"label", t.label}, {"present", t.present}, {"items", t.n}, {"accuracy", t.accuracy},
-                              {"centered", t.centered}});
+      nlohmann::json j = rep.json();  // core, tasks, crop counts
+      j.update({{"val_bpb", bpb}, {"bpb_score", bpb_score(bpb)}, {"max_per_task", es_max}, {"composite", comp}});
+      if (!cross.empty()) j["cross_data"] = cross;
       if (!(s = write_file_atomic(es_json, j.dump(2) + "\n")).ok()) return fail(s);
     }
     return 0;
@@ -341,10 +438,13 @@ int main(int argc, char** argv) {
   if (ev_bpb->parsed()) {
     Config cfg;
     std::unique_ptr<Gpt> gpt;
-    Status s = load_trained_model(eb_ckpt, &cfg, &gpt);
+    RunIdentity id;
+    Status s = load_trained_model(eb_ckpt, &cfg, &gpt, &id);
     if (!s.ok()) return fail(s);
     PreparedData data;
     if (!(s = data.open(eb_data.empty() ? cfg.get_string("train.data") : eb_data)).ok()) return fail(s);
+    std::string cross;
+    if (!(s = id.check_data(data, eb_cross, eb_ckpt, &cross)).ok()) return fail(s);
     if (static_cast<int>(data.tokenizer().vocab_size()) != gpt->shape().vocab_size)
       return fail(Status::error("checkpoint vocab_size " + std::to_string(gpt->shape().vocab_size) +
                                 " does not match the data's tokenizer (" +
@@ -354,19 +454,21 @@ int main(int argc, char** argv) {
     if (!(s = evaluate_bpb(*gpt, data, n, static_cast<int>(cfg.get_int("eval.batch")), gpt->shape().seq_len, &bpb,
                            eb_split)).ok())
       return fail(s);
-    std::printf("%s_bpb: %.6f  (%lld tokens at seq_len %d)\n", eb_split.c_str(), bpb, static_cast<long long>(n),
-                gpt->shape().seq_len);
+    std::printf("%s_bpb: %.6f  (%lld tokens at seq_len %d)%s\n", eb_split.c_str(), bpb, static_cast<long long>(n),
+                gpt->shape().seq_len, cross.empty() ? "" : ("  [" + cross + "]").c_str());
     return 0;
   }
 
   if (ev_core->parsed()) {
     Config cfg;
     std::unique_ptr<Gpt> gpt;
-    Status s = load_trained_model(ev_ckpt, &cfg, &gpt);
+    RunIdentity id;
+    Status s = load_trained_model(ev_ckpt, &cfg, &gpt, &id);
     if (!s.ok()) return fail(s);
     std::string data_dir = ev_data.empty() ? cfg.get_string("train.data") : ev_data;
     Tokenizer tok;
     if (!(s = tok.load(data_dir + "/tokenizer")).ok()) return fail(s);
+    if (!(s = id.check_tokenizer(tok, ev_ckpt)).ok()) return fail(s);
     if (static_cast<int>(tok.vocab_size()) != gpt->shape().vocab_size)
       return fail(Status::error("checkpoint vocab_size " + std::to_string(gpt->shape().vocab_size) +
                                 " does not match the tokenizer in " + data_dir + " (" +
@@ -377,11 +479,7 @@ int main(int argc, char** argv) {
     if (!(s = evaluate_core(*gpt, tok, bundle, ev_max, &rep)).ok()) return fail(s);
     std::printf("%s", rep.table().c_str());
     if (!ev_json.empty()) {
-      nlohmann::json j = {{"core", rep.core}, {"tasks_present", rep.n_present}, {"tasks_total", rep.n_total},
-                          {"tasks", nlohmann::json::array()}};
-      for (const auto& t : rep.tasks)
-        j["tasks"].push_back({{"label", t.label}, {"present", t.present}, {"items", t.n}, {"correct", t.correct},
-                              {"accuracy", t.accuracy}, {"centered", t.centered}});
+      nlohmann::json j = rep.json();
       if (!(s = write_file_atomic(ev_json, j.dump(2) + "\n")).ok()) return fail(s);
     }
     return 0;
@@ -453,23 +551,23 @@ int main(int argc, char** argv) {
       if (!tr_config.empty() || !tr_sets.empty() || tr->count("--budget") || !tr_data.empty())
         return fail(Status::error("--resume takes the run's own config.toml; drop --config/--set/--budget/--data"));
       if (!(s = schema.load_toml(tr_resume + "/config.toml", &cfg)).ok()) return fail(s);
-      TrainSummary sum;
-      if (!(s = train(cfg, &sum, tr_resume)).ok()) return fail(s);
-      std::printf("%s", sum.format().c_str());
-      std::printf("run_dir:          %s\n", sum.run_dir.c_str());
-      return 0;
+      TrainOptions to;
+      to.resume_dir = tr_resume;
+      return run_train(cfg, to);
     }
     if (!tr_config.empty() && !(s = schema.load_toml(tr_config, &cfg)).ok()) return fail(s);
     for (const auto& kv : tr_sets)
       if (!(s = schema.apply_set(kv, &cfg)).ok()) return fail(s);
-    if (tr->count("--budget")) cfg.set("train.budget_seconds", tr_budget);
+    if (tr->count("--budget")) {  // the key's bounds are checked again when training starts
+      if (!std::isfinite(tr_budget) || tr_budget <= 0)
+        return fail(Status::error("--budget must be a finite number of seconds > 0 (got " + std::to_string(tr_budget) +
+                                  ")"));
+      cfg.set("train.budget_seconds", tr_budget);
+    }
     if (!tr_data.empty()) cfg.set("train.data", tr_data);
-    TrainSummary sum;
-    s = train(cfg, &sum);
-    if (!s.ok()) return fail(s);
-    std::printf("%s", sum.format().c_str());
-    std::printf("run_dir:          %s\n", sum.run_dir.c_str());
-    return 0;
+    TrainOptions to;
+    to.force = tr_force;
+    return run_train(cfg, to);
   }
 
   if (prep->parsed()) {
@@ -537,6 +635,7 @@ int main(int argc, char** argv) {
         LoaderConfig cfg;
         cfg.B = 2;
         cfg.T = insp_T;
+        cfg.knobs = "--seq-len";
         s = loader.init(shards, cfg);
         if (!s.ok()) return fail(s);
         std::vector<int32_t> x(2 * insp_T), y(2 * insp_T);

@@ -84,7 +84,8 @@ TEST(EvalCore, RealBundleEndToEndAndBadInput) {
   r = run_cmd(frontier_bin() + " eval core --checkpoint " + run + "/model.ckpt --data " + o.out_dir + " --bundle " +
               bundle);
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.out.find("checkpoint vocab_size 400 does not match the tokenizer"), std::string::npos) << r.out;
+  // The tokenizer identity recorded in the checkpoint catches it (before the vocabulary sizes are compared).
+  EXPECT_NE(r.out.find("was trained with tokenizer"), std::string::npos) << r.out;
   r = run_cmd(frontier_bin() + " eval core --checkpoint " + run + "/model.ckpt --data " +
               source_dir() + "/no_such_data --bundle " + bundle);
   EXPECT_NE(r.rc, 0);
@@ -114,11 +115,15 @@ TEST(EvalCore, PerItemLossesMatchPyTorch) {
       if (t.label == label) task = &t;
     ASSERT_NE(task, nullptr) << label;
     std::vector<CoreItem> data(task->rows.begin(), task->rows.begin() + 30);
-    for (size_t idx = 0; idx < 3; idx++) {
+    int taken = 0;
+    for (size_t idx = 0; idx < data.size() && taken < 3; idx++) {
       CoreSequences seq;
       ASSERT_TRUE(core_item_sequences(*gpt, tok, *task, data, idx, &seq)) << label;
+      if (!seq.answer_fits) continue;  // not scored (its answer does not fit T = 32): no span to compare
       items.push_back(seq);
+      taken++;
     }
+    EXPECT_GT(taken, 0) << label << ": no item of the first 30 fits the context";
   }
   nlohmann::json seqs = nlohmann::json::array();
   for (const auto& it : items)
@@ -148,7 +153,7 @@ TEST(EvalCore, PerItemLossesMatchPyTorch) {
       n_checked++;
     }
   EXPECT_EQ(off * 8, out.size());
-  std::printf("[core-torch] %zu sequences of 12 items: worst relative difference of continuation loss %.2g\n",
-              n_checked, worst);
+  std::printf("[core-torch] %zu sequences of %zu items: worst relative difference of continuation loss %.2g\n",
+              n_checked, items.size(), worst);
   std::filesystem::remove_all(d);
 }

@@ -60,7 +60,9 @@ double dot(const Vec& a, const Vec& b) {
 
 TEST(OpsBackward, Matmul) {
   std::mt19937 rng(1);
-  for (auto [M, K, N] : {std::tuple{3, 5, 4}, {1, 7, 3}, {6, 2, 9}}) {
+  // Plain ints, not structured bindings: clang 14 (the sanitizer build) cannot capture bindings in lambdas.
+  for (auto mkn : {std::tuple{3, 5, 4}, {1, 7, 3}, {6, 2, 9}}) {
+    const int M = std::get<0>(mkn), K = std::get<1>(mkn), N = std::get<2>(mkn);
     Vec x = randn(M * K, rng), W = randn(N * K, rng), G = randn(M * N, rng), out(M * N);
     auto loss = [&] {
       ref::matmul_forward(out.data(), x.data(), W.data(), M, K, N);
@@ -77,7 +79,8 @@ TEST(OpsBackward, Matmul) {
 
 TEST(OpsBackward, RmsNorm) {
   std::mt19937 rng(2);
-  for (auto [N, C] : {std::pair{3, 8}, {5, 2}, {2, 33}}) {
+  for (auto nc : {std::pair{3, 8}, {5, 2}, {2, 33}}) {
+    const int N = nc.first, C = nc.second;  // not bindings: see Matmul
     Vec x = randn(N * C, rng), G = randn(N * C, rng), out(N * C), r(N);
     auto loss = [&] {
       ref::rmsnorm_forward(out.data(), r.data(), x.data(), N, C, 1e-6);
@@ -150,7 +153,8 @@ TEST(OpsBackward, SoftcapCrossEntropy) {
 
 TEST(OpsBackward, CausalAttentionWithGqa) {
   std::mt19937 rng(6);
-  for (auto [H, Hkv] : {std::pair{2, 2}, {4, 2}}) {
+  for (auto heads : {std::pair{2, 2}, {4, 2}}) {
+    const int H = heads.first, Hkv = heads.second;  // not bindings: see Matmul
     int B = 2, T = 5, D = 4;
     Vec q = randn(B * T * H * D, rng), k = randn(B * T * Hkv * D, rng), v = randn(B * T * Hkv * D, rng);
     Vec G = randn(q.size(), rng), out(q.size()), att(B * H * T * T);

@@ -1,6 +1,7 @@
 // `frontier research` end to end on the tiny test dataset: baseline repeats, an external proposer whose
 // proposals include a crashing config and a frozen key, the ledgers and chart; then an interruption of the loop
-// itself (SIGKILL mid-session) and a resume that completes the session with contiguous trial ids.
+// itself (SIGKILL mid-session) and a resume that completes the session with contiguous trial ids (the trial the
+// kill cut short is recorded as interrupted: tests/reliability/research_reliability_test.cpp).
 #include <signal.h>
 
 #include <chrono>
@@ -106,7 +107,7 @@ TEST(Research, InterruptedSessionResumes) {
   auto t0 = std::chrono::steady_clock::now();
   while (read_ledger(out).size() < 3 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  kill(pid, SIGKILL);  // the loop dies mid-session (its current trial is orphaned and finishes on its own)
+  kill(pid, SIGKILL);  // the loop dies mid-session (its current trial dies with it; the resume records it)
   int st;
   waitpid(pid, &st, 0);
   size_t before = read_ledger(out).size();

@@ -147,14 +147,21 @@ TEST(Train, BadConfigsGetOneLineErrors) {
       {"--set model.dept=2", "unknown config key 'model.dept' (did you mean 'model.depth'?)"},
       {"--config " + d + "/bad.toml", "bad.toml:2: unknown config key 'model.depht' (did you mean 'model.depth'?)"},
       {"--config " + d + "/missing.toml", "cannot open config"},
-      {"--budget 0", "train.budget_seconds must be > 0"},
-      {"--budget -5", "train.budget_seconds must be > 0"},
+      {"--budget 0", "--budget must be a finite number of seconds > 0 (got 0"},
+      {"--budget -5", "--budget must be a finite number of seconds > 0 (got -5"},
+      {"--budget inf", "--budget must be a finite number of seconds > 0 (got inf)"},
+      {"--budget 1e12", "config key 'train.budget_seconds' = 1000000000000.0 is out of range"},
+      {"--set train.budget_seconds=inf", "'train.budget_seconds' must be a finite number, got inf"},
+      {"--set train.budget_seconds=nan", "must be a finite number"},
+      {"--set train.micro_batch=-3", "'train.micro_batch' = -3 is out of range"},
       {"--set model.dim=100", "model.dim 100 is not divisible by model.head_dim 32"},
       {"--set train.total_batch_tokens=100", "is not divisible by micro_batch * seq_len = 128"},
       {"--set model.vocab_size=512", "does not match the data's tokenizer (400)"},
       {"--data " + d + "/nowhere", "no prepared dataset in"},
       {"--set train.run_dir=/proc/frontier_run", "cannot create directory"},
-      {"--set optim.matrix_lr=1e30", "training diverged"},
+      {"--set optim.matrix_lr=1e30", "'optim.matrix_lr' = 1e+30 is out of range [0, 100]"},
+      {"--set optim.matrix_lr=100 --set optim.embedding_lr=100 --set optim.unembedding_lr=100 "
+       "--set optim.scalar_lr=100", "training diverged"},
   };
   for (auto& c : cases) {
     auto r = run_cmd(train_cmd("--set train.max_steps=20 " + c.args));

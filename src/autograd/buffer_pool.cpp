@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <map>
 #include <mutex>
 
@@ -45,7 +46,9 @@ PooledBuffer::PooledBuffer(size_t n, bool zero) : n_(n) {
   }
   if (!p_) {
     p_ = static_cast<float*>(std::aligned_alloc(64, cap * sizeof(float)));
-    FRONTIER_CHECK(p_ != nullptr);
+    // Reachable from a config that does not fit (train() estimates and refuses those first, but the estimate is
+    // approximate): std::bad_alloc reaches the CLI, which prints a one-line error naming the knobs.
+    if (!p_) throw std::bad_alloc();
   }
   if (!zero) return;
   // Large gradient buffers (the logits' are 128 MB at the baseline) are cleared by all threads.

@@ -7,7 +7,7 @@
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
 #include "kernels/softcap_ce.h"
-#include "profile/profiler.h"
+#include "util/trace.h"
 #include "ops/relu2.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
@@ -21,7 +21,7 @@ std::vector<int64_t> with_last(std::vector<int64_t> s, int64_t last) {
   return s;
 }
 
-// Scopes for `frontier profile` (profile/profiler.h): FLOPs as the op computes them, bytes as the compulsory
+// Scopes for `frontier profile` (util/trace.h): FLOPs as the op computes them, bytes as the compulsory
 // traffic (each input read once, each output written once; "+=" outputs read and written), 4 bytes per float.
 constexpr double kF = 4.0;
 

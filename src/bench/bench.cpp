@@ -21,7 +21,8 @@
 #include "model/gpt.h"
 #include "model/model_config.h"
 #include "optim/optim.h"
-#include "profile/profiler.h"
+#include "util/trace.h"
+#include "util/subprocess.h"
 #include "train/train.h"
 
 namespace frontier {
@@ -103,22 +104,20 @@ auto with_threads(int threads, F fn) {
   return r;
 }
 
-// One run of bench/torch_speed.py (the same GPT and optimizer in PyTorch) with env prepended; its JSON line, or
-// null if it failed.
-nlohmann::json run_torch(const std::string& script, const std::string& env, int depth, int64_t T, int B, int threads,
-                         int steps, const std::string& precision) {
-  const std::string cmd = env + " /usr/bin/python3 " + script + " --json --depth " + std::to_string(depth) +
-                          " --seq-len " + std::to_string(T) + " --batch " + std::to_string(B) + " --threads " +
-                          std::to_string(threads) + " --steps " + std::to_string(steps) + " --precision " + precision +
-                          " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return nullptr;
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  if (pclose(p) != 0) return nullptr;
-  auto j = nlohmann::json::parse(out, nullptr, false);
+// One run of bench/torch_speed.py (the same GPT and optimizer in PyTorch) with env ("KEY=VALUE") added; its JSON
+// line, or null if it failed or took over 30 minutes (argv, no shell: util/subprocess.h).
+nlohmann::json run_torch(const std::string& script, const std::vector<std::string>& env, int depth, int64_t T, int B,
+                         int threads, int steps, const std::string& precision) {
+  Subprocess p;
+  p.argv = {"/usr/bin/python3", script, "--json", "--depth", std::to_string(depth), "--seq-len", std::to_string(T),
+            "--batch", std::to_string(B), "--threads", std::to_string(threads), "--steps", std::to_string(steps),
+            "--precision", precision};
+  p.env = env;
+  p.stderr_path = "/dev/null";
+  p.timeout_s = 1800;
+  SubprocessResult r;
+  if (!run_subprocess(p, &r).ok() || !r.ok()) return nullptr;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
   return j.is_discarded() ? nlohmann::json(nullptr) : j;
 }
 
@@ -300,15 +299,22 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
     // PyTorch as users run it: fp32 (stock, tcmalloc, BLIS + tcmalloc preloaded) and as nanochat trains, bf16
     // autocast around forward + loss with Newton-Schulz in bf16 (stock and tcmalloc).
     struct TorchVariant {
-      std::string name, env, precision;
+      std::string name;
+      std::vector<std::string> env;  // KEY=VALUE
+      std::string precision;
+      bool uses(const std::string& lib) const {
+        for (const auto& e : env)
+          if (e.find(lib) != std::string::npos) return true;
+        return false;
+      }
     };
     const std::vector<TorchVariant> torch_variants = {
-        {"stock", "", "fp32"},
-        {"tcmalloc", "LD_PRELOAD=" + kTcmalloc, "fp32"},
-        {"blis+tcmalloc", "LD_PRELOAD='" + kBlis + " " + kTcmalloc + "' BLIS_NUM_THREADS=" + std::to_string(threads),
+        {"stock", {}, "fp32"},
+        {"tcmalloc", {"LD_PRELOAD=" + kTcmalloc}, "fp32"},
+        {"blis+tcmalloc", {"LD_PRELOAD=" + kBlis + " " + kTcmalloc, "BLIS_NUM_THREADS=" + std::to_string(threads)},
          "fp32"},
-        {"bf16", "", "bf16"},
-        {"bf16+tcmalloc", "LD_PRELOAD=" + kTcmalloc, "bf16"},
+        {"bf16", {}, "bf16"},
+        {"bf16+tcmalloc", {"LD_PRELOAD=" + kTcmalloc}, "bf16"},
     };
     for (size_t ci = 0; ci < o.depths.size(); ci++) {
       const int depth = o.depths[ci];
@@ -371,8 +377,8 @@ Status run_bench(const BenchOptions& o, BenchReport* out) {
       if (!o.torch_script.empty() && accum == 1 && torch_rows.is_null()) {  // torch_speed.py has no accumulation
         torch_rows = nlohmann::json::object();
         for (const auto& v : torch_variants) {
-          if (v.env.find(kTcmalloc) != std::string::npos && !file_exists(kTcmalloc)) continue;
-          if (v.env.find(kBlis) != std::string::npos && !file_exists(kBlis)) continue;
+          if (v.uses(kTcmalloc) && !file_exists(kTcmalloc)) continue;
+          if (v.uses(kBlis) && !file_exists(kBlis)) continue;
           nlohmann::json r = run_torch(o.torch_script, v.env, depth, T, B, threads, o.train_steps, v.precision);
           if (r.is_null()) {
             std::fprintf(stderr, "bench: torch (%s) failed at depth %d\n", v.name.c_str(), depth);

@@ -107,7 +107,7 @@ std::string calibration_path() { return frontier_cache_dir() + "/calibration.jso
 
 Status save_calibration(const Calibration& c, const std::string& path) {
   std::string dir = path.substr(0, path.rfind('/'));
-  FRONTIER_RETURN_IF_ERROR(make_dirs(dir));
+  FRONTIER_RETURN_IF_ERROR(make_dirs(dir, "cache directory: set FRONTIER_CACHE"));
   nlohmann::json j = {{"threads", c.threads}, {"mem_gbs_1t", c.mem_gbs_1t}, {"mem_gbs", c.mem_gbs},
                       {"cpu", cpu_features().cpu_name}, {"cpu_features", cpu_feature_list()}};
   for (int u = 0; u < 3; u++) {
@@ -121,8 +121,19 @@ bool load_calibration(const std::string& path, int threads, Calibration* c) {
   std::string text;
   if (!read_file(path, &text).ok()) return false;
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("threads", 0) != threads || !(j.value("fma_gflops", 0.0) > 0))
+  // save_calibration wrote it; anything else (a hand edit, a damaged disk) is ignored, with a warning, and the
+  // caller measures instead. Every field is read as a double: json::value throws on a field of another type, and
+  // a number too large for an int does not convert to one.
+  std::string bad = j.is_discarded() ? "not valid JSON" : !j.is_object() ? "not a JSON object" : "";
+  for (const char* k : {"threads", "fma_gflops", "fma_gflops_1t", "avx512_gflops", "avx512_gflops_1t", "bf16_gflops",
+                        "bf16_gflops_1t", "mem_gbs", "mem_gbs_1t"})
+    if (bad.empty() && j.contains(k) && !j[k].is_number()) bad = std::string("\"") + k + "\" is not a number";
+  if (!bad.empty()) {
+    std::fprintf(stderr, "warning: %s: %s; ignoring it and measuring instead (re-run `frontier calibrate`)\n",
+                 path.c_str(), bad.c_str());
     return false;
+  }
+  if (j.value("threads", 0.0) != threads || !(j.value("fma_gflops", 0.0) > 0)) return false;
   for (int u = 1; u < 3; u++)  // a file written before this unit was measured, or on another CPU
     if (peak_unit_supported(static_cast<PeakUnit>(u)) && !(j.value(kJsonKey[u][0], 0.0) > 0)) return false;
   c->threads = threads;

@@ -57,6 +57,17 @@ Status parse_toml(const std::string& text, const std::string& origin, toml::tabl
   return ok_status();
 }
 
+std::string range_text(const Bounds& b, bool integer) {
+  auto num = [&](double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), integer ? "%.0f" : "%g", x);
+    return std::string(buf);
+  };
+  if (b.lo <= -1e300) return "(at most " + num(b.hi) + ")";
+  if (b.hi >= 1e300) return "(at least " + num(b.lo) + ")";
+  return "[" + num(b.lo) + ", " + num(b.hi) + "]";
+}
+
 }  // namespace
 
 size_t levenshtein(const std::string& a, const std::string& b) {
@@ -91,11 +102,15 @@ std::string Config::to_toml() const {
   return out;
 }
 
-void ConfigSchema::add_int(const std::string& k, int64_t d, const std::string& h) { entries_.push_back({k, h, d}); }
-void ConfigSchema::add_float(const std::string& k, double d, const std::string& h) { entries_.push_back({k, h, d}); }
-void ConfigSchema::add_bool(const std::string& k, bool d, const std::string& h) { entries_.push_back({k, h, d}); }
+void ConfigSchema::add_int(const std::string& k, int64_t d, const std::string& h, Bounds b) {
+  entries_.push_back({k, h, d, b});
+}
+void ConfigSchema::add_float(const std::string& k, double d, const std::string& h, Bounds b) {
+  entries_.push_back({k, h, d, b});
+}
+void ConfigSchema::add_bool(const std::string& k, bool d, const std::string& h) { entries_.push_back({k, h, d, {}}); }
 void ConfigSchema::add_string(const std::string& k, const std::string& d, const std::string& h) {
-  entries_.push_back({k, h, d});
+  entries_.push_back({k, h, d, {}});
 }
 
 Config ConfigSchema::defaults() const {
@@ -136,6 +151,14 @@ Status ConfigSchema::assign(const Entry& e, const ConfigValue& v, const std::str
   if (out.index() != e.def.index())
     return Status::error(origin + ": config key '" + e.key + "' needs type " + type_name(e.def) + ", got " +
                          type_name(v) + " (" + format_value(v) + ")");
+  if (out.index() == 0 || out.index() == 1) {
+    const double x = out.index() == 0 ? static_cast<double>(std::get<int64_t>(out)) : std::get<double>(out);
+    if (!std::isfinite(x))
+      return Status::error(origin + ": config key '" + e.key + "' must be a finite number, got " + format_value(out));
+    if (x < e.bounds.lo || x > e.bounds.hi)
+      return Status::error(origin + ": config key '" + e.key + "' = " + format_value(out) + " is out of range " +
+                           range_text(e.bounds, out.index() == 0));
+  }
   cfg->set(e.key, out);
   return ok_status();
 }
@@ -195,12 +218,24 @@ Status ConfigSchema::apply_set(const std::string& a, Config* cfg) const {
   return assign(*e, v, "--set " + key, cfg);
 }
 
+Status ConfigSchema::validate(const Config& cfg) const {
+  for (const auto& [k, v] : cfg.values()) {
+    const Entry* e = find(k);
+    if (!e) return unknown(k, "config");
+    Config scratch;
+    FRONTIER_RETURN_IF_ERROR(assign(*e, v, "config", &scratch));
+  }
+  return ok_status();
+}
+
 std::string ConfigSchema::help() const {
   std::string out;
   for (const auto& e : entries_) {
-    char buf[512];
-    std::snprintf(buf, sizeof(buf), "  %-28s %-8s %-14s %s\n", e.key.c_str(), type_name(e.def),
-                  format_value(e.def).c_str(), e.help.c_str());
+    char buf[768];
+    std::string range;
+    if (e.bounds.lo > -1e300 || e.bounds.hi < 1e300) range = " " + range_text(e.bounds, e.def.index() == 0);
+    std::snprintf(buf, sizeof(buf), "  %-28s %-8s %-14s %s%s\n", e.key.c_str(), type_name(e.def),
+                  format_value(e.def).c_str(), e.help.c_str(), range.c_str());
     out += buf;
   }
   return out;

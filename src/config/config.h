@@ -9,7 +9,9 @@
 //   int64_t depth = cfg.get_int("model.depth");
 //
 // Unknown keys are errors that name the closest valid key ("unknown config key 'model.dept' (did you mean
-// 'model.depth'?)"); a value of the wrong type is an error naming the key and the expected type.
+// 'model.depth'?)"); a value of the wrong type is an error naming the key and the expected type. Numbers are
+// checked at assignment: a float must be finite (no nan / inf: a budget of inf would run forever), and a key
+// declared with bounds rejects values outside them, naming the range.
 #pragma once
 
 #include <cstdint>
@@ -38,10 +40,15 @@ class Config {
   std::map<std::string, ConfigValue> values_;
 };
 
+// Inclusive bounds of a numeric key.
+struct Bounds {
+  double lo = -1e300, hi = 1e300;
+};
+
 class ConfigSchema {
  public:
-  void add_int(const std::string& key, int64_t def, const std::string& help);
-  void add_float(const std::string& key, double def, const std::string& help);
+  void add_int(const std::string& key, int64_t def, const std::string& help, Bounds b = {});
+  void add_float(const std::string& key, double def, const std::string& help, Bounds b = {});
   void add_bool(const std::string& key, bool def, const std::string& help);
   void add_string(const std::string& key, const std::string& def, const std::string& help);
 
@@ -49,6 +56,8 @@ class ConfigSchema {
   Status load_toml(const std::string& path, Config* cfg) const;
   Status load_toml_string(const std::string& text, const std::string& origin, Config* cfg) const;
   Status apply_set(const std::string& assignment, Config* cfg) const;  // "key=value"
+  // Every value of cfg against its key's type and bounds (for configs built in code with Config::set).
+  Status validate(const Config& cfg) const;
   std::string closest_key(const std::string& key) const;
   std::string help() const;  // one line per key: name, type, default, help
 
@@ -56,6 +65,7 @@ class ConfigSchema {
   struct Entry {
     std::string key, help;
     ConfigValue def;
+    Bounds bounds;
   };
   const Entry* find(const std::string& key) const;
   Status unknown(const std::string& key, const std::string& origin) const;

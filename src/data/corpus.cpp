@@ -94,6 +94,13 @@ class ByteStream {
   size_t last_ret_ = 0;
 };
 
+// U+FFFD characters in valid UTF-8 text.
+size_t count_replacements(const std::string& s) {
+  size_t n = 0;
+  for (size_t p = s.find("\xEF\xBF\xBD"); p != std::string::npos; p = s.find("\xEF\xBF\xBD", p + 3)) n++;
+  return n;
+}
+
 class FileListSource : public DocumentSource {
  public:
   FileListSource(std::vector<std::string> files, Utf8Policy policy, uint64_t total)
@@ -123,6 +130,10 @@ class FileListSource : public DocumentSource {
         doc->clear();
         bool e = false;
         while (!e) FRONTIER_RETURN_IF_ERROR(stream_->read(doc, &e, &done_));
+        size_t nul = doc->find('\0');
+        if (nul != std::string::npos)
+          return Status::error(path_ + ": binary data (a NUL byte at byte " + std::to_string(nul) +
+                               "), not text: a .txt input must be UTF-8 text");
         FRONTIER_RETURN_IF_ERROR(fix_utf8(doc, path_));
         stream_.reset();
         if (doc->empty()) continue;
@@ -141,11 +152,29 @@ class FileListSource : public DocumentSource {
   }
 
  private:
+  // Binary input is an error under either policy, not a warning: text never holds a NUL byte (checked by the
+  // callers: a .txt file whole, a JSON line raw), and replace is for stray bytes in real text (a cut multi-byte
+  // character, a Latin-1 byte here and there). When more than 1% of a document's bytes are invalid, and at least
+  // kMaxReplaced sequences, it is not UTF-8 text at all (binary with no NUL, or another encoding): tokenizing the
+  // U+FFFD it would become trains the tokenizer and the model on noise that looks like data. The floor keeps a
+  // short document with one or two bad bytes repairable.
+  static constexpr size_t kMaxReplaced = 16;
+
   Status fix_utf8(std::string* s, const std::string& where) {
     size_t bad = utf8_first_invalid(*s);
     if (bad == std::string::npos) return ok_status();
     if (policy_ == Utf8Policy::kReplace) {
-      *s = utf8_replace_invalid(*s);
+      std::string fixed = utf8_replace_invalid(*s);
+      const size_t replaced = count_replacements(fixed) - count_replacements(*s);
+      if (replaced >= kMaxReplaced && replaced * 100 > s->size()) {
+        char pct[32];
+        std::snprintf(pct, sizeof(pct), "%.1f%%", 100.0 * replaced / s->size());
+        return Status::error(where + ": not UTF-8 text (" + std::to_string(replaced) + " invalid sequences in " +
+                             std::to_string(s->size()) + " bytes, " + pct + "; the first at byte " +
+                             std::to_string(bad) + "): --invalid-utf8=replace repairs stray bytes, not binary files "
+                             "or other encodings (convert it to UTF-8, e.g. iconv -f latin1 -t utf-8)");
+      }
+      *s = std::move(fixed);
       repaired_++;
       return ok_status();
     }
@@ -173,6 +202,10 @@ class FileListSource : public DocumentSource {
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are allowed
       std::string where = path_ + ":" + std::to_string(line_);
+      size_t nul = line.find('\0');
+      if (nul != std::string::npos)
+        return Status::error(where + ": binary data (a NUL byte at byte " + std::to_string(nul) +
+                             " of the line), not JSON Lines text");
       FRONTIER_RETURN_IF_ERROR(fix_utf8(&line, where));
       nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded() || !j.is_object())

@@ -7,6 +7,34 @@
 
 namespace frontier {
 
+namespace {
+
+// What is wrong with a manifest's shape, or "" when every field open() and open_split() read has its type
+// (nlohmann::json throws on a field of the wrong type): files {name: {bytes, sha256}}, splits {name: {shards: [..]}},
+// tokenizer {fingerprint}. Names are shown as JSON strings, so a message stays one line.
+std::string manifest_problem(const nlohmann::json& m) {
+  using nlohmann::json;
+  if (!m.is_object() || !m.contains("format") || m["format"] != "frontier-prepared") return "not a Frontier manifest";
+  if (!m.contains("files") || !m["files"].is_object()) return "no \"files\" object";
+  for (const auto& [name, info] : m["files"].items())
+    if (!info.is_object() || !info.contains("bytes") || !info["bytes"].is_number_unsigned() ||
+        !info.contains("sha256") || !info["sha256"].is_string())
+      return "files entry " + json(name).dump() + " needs \"bytes\" (a count) and \"sha256\" (a string)";
+  if (!m.contains("splits") || !m["splits"].is_object()) return "no \"splits\" object";
+  for (const auto& [name, split] : m["splits"].items()) {
+    if (!split.is_object() || !split.contains("shards") || !split["shards"].is_array())
+      return "split " + json(name).dump() + " has no \"shards\" list";
+    for (const auto& shard : split["shards"])
+      if (!shard.is_string()) return "split " + json(name).dump() + " lists a shard that is not a file name";
+  }
+  if (!m.contains("tokenizer") || !m["tokenizer"].is_object() || !m["tokenizer"].contains("fingerprint") ||
+      !m["tokenizer"]["fingerprint"].is_string())
+    return "no \"tokenizer\" object with a \"fingerprint\" string";
+  return "";
+}
+
+}  // namespace
+
 Status PreparedData::open(const std::string& dir, bool verify) {
   dir_ = dir;
   std::string text;
@@ -16,9 +44,10 @@ Status PreparedData::open(const std::string& dir, bool verify) {
                          dir + "`)");
   FRONTIER_RETURN_IF_ERROR(read_file(mpath, &text));
   manifest_ = nlohmann::json::parse(text, nullptr, false);
-  if (manifest_.is_discarded() || manifest_.value("format", "") != "frontier-prepared" ||
-      !manifest_.contains("files") || !manifest_.contains("splits"))
-    return Status::error(mpath + " is not a Frontier manifest (re-run `frontier prepare`)");
+  if (manifest_.is_discarded())
+    return Status::error(mpath + " is not a Frontier manifest (not valid JSON; re-run `frontier prepare`)");
+  const std::string problem = manifest_problem(manifest_);
+  if (!problem.empty()) return Status::error(mpath + ": " + problem + " (re-run `frontier prepare`)");
   for (auto& [name, info] : manifest_["files"].items()) {
     std::string path = dir + "/" + name;
     std::error_code ec;

@@ -1,6 +1,9 @@
 #include "data/loader.h"
 
 #include <algorithm>
+#include <filesystem>
+
+namespace fs = std::filesystem;
 
 namespace frontier {
 
@@ -39,6 +42,19 @@ Status BestFitLoader::init(const std::vector<Shard>& shards, const LoaderConfig&
   doc_start_.assign(1, 0);
   for (const auto& s : shards) doc_start_.push_back(doc_start_.back() + s.n_docs());
   if (n_docs() == 0) return Status::error("loader has no documents");
+  uint64_t tokens = 0;
+  for (const auto& s : shards) tokens += s.n_tokens();
+  const uint64_t need = static_cast<uint64_t>(cfg.B) * (static_cast<uint64_t>(cfg.T) + 1);
+  if (cfg.min_one_batch && tokens < need) {
+    // Shards are <split>_NNN.bin in a prepared directory: name the split and where it is.
+    fs::path first(shards.front().path());
+    std::string name = first.filename().string(), split = name.substr(0, name.rfind('_'));
+    return Status::error("the " + split + " split (" + first.parent_path().string() + "/" + split + "_*.bin) has " +
+                         std::to_string(tokens) + " tokens in " + std::to_string(n_docs()) +
+                         " documents, fewer than one batch of B x (T+1) = " + std::to_string(cfg.B) + " x " +
+                         std::to_string(cfg.T + 1) + " = " + std::to_string(need) +
+                         ": every batch would repeat them. Lower " + cfg.knobs + ", or give the split more text");
+  }
   n_batches_ = (n_docs() + cfg.doc_batch - 1) / cfg.doc_batch;
   if (n_batches_ < static_cast<uint64_t>(cfg.world))
     return Status::error("only " + std::to_string(n_batches_) + " document batches for " +

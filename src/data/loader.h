@@ -10,6 +10,9 @@
 // visits the batches in an order shuffled from (seed, epoch) (or in file order with shuffle = false); rank r of
 // world W takes batches r, r+W, r+2W, ... of that order, so ranks never share a document within an epoch.
 // state() captures the epoch, the cursor and the buffered document ids: restore() resumes bit-exactly.
+// Documents that hold fewer tokens in all than one batch (B x (T+1)) are an error at init, naming the count and
+// cfg.knobs: every batch would repeat documents (the loader wraps to the next epoch to fill a row), so a loss
+// trained or scored on them would look like a number but be one short text, over and over.
 //
 //   BestFitLoader loader;
 //   FRONTIER_RETURN_IF_ERROR(loader.init(shards, {.B = 8, .T = 512, .seed = 42}));
@@ -35,6 +38,10 @@ struct LoaderConfig {
   bool shuffle = true;
   int buffer_size = 1000;  // nanochat's default
   int doc_batch = 128;     // nanochat's tokenizer_batch_size
+  // How the user sets B and T, named by the too-few-tokens error. The default names train's and val_bpb's config
+  // keys; other callers (e.g. a --seq-len flag) name their own.
+  std::string knobs = "model.seq_len, or the rows per batch (train.micro_batch to train, eval.batch for val_bpb)";
+  bool min_one_batch = true;  // refuse documents with fewer tokens than one batch (off only in packing tests)
 };
 
 struct LoaderState {

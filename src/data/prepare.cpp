@@ -234,7 +234,9 @@ Status prepare(const PrepareOptions& opt, PrepareResult* res) {
              {"pattern", kNanochatPattern}};
   for (auto& f : train.describe) fp["train"].push_back(f["sha256"]);
   for (auto& f : val.describe) fp["val"].push_back(f["sha256"]);
-  const std::string fingerprint = sha256_hex(fp.dump());
+  // Input paths are bytes on Linux and need not be UTF-8, which JSON text must be: the manifest shows such bytes as
+  // U+FFFD (dump() would throw). Valid paths dump unchanged, so fingerprints stay as they were.
+  const std::string fingerprint = sha256_hex(fp.dump(-1, ' ', false, json::error_handler_t::replace));
 
   if (up_to_date(opt.out_dir, fingerprint, res)) {
     res->up_to_date = true;
@@ -242,7 +244,7 @@ Status prepare(const PrepareOptions& opt, PrepareResult* res) {
   }
 
   // Invalidate whatever was there before writing anything: without a manifest nothing here is trusted.
-  FRONTIER_RETURN_IF_ERROR(make_dirs(opt.out_dir));
+  FRONTIER_RETURN_IF_ERROR(make_dirs(opt.out_dir, "--out"));
   std::error_code ec;
   fs::remove(opt.out_dir + "/manifest.json", ec);
   for (auto& e : fs::directory_iterator(opt.out_dir, ec)) {
@@ -304,7 +306,8 @@ Status prepare(const PrepareOptions& opt, PrepareResult* res) {
               {"pattern", tok->pattern()}}},
             {"splits", {{"train", split_json(res->train)}, {"val", split_json(res->val)}}},
             {"files", files}};
-  return write_file_atomic(opt.out_dir + "/manifest.json", m.dump(2) + "\n");
+  return write_file_atomic(opt.out_dir + "/manifest.json",
+                           m.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace frontier

@@ -48,6 +48,10 @@ Status Shard::open(const std::string& path, uint32_t expect_vocab) {
     return Status::error("shard " + path + " has vocab_size " + std::to_string(h_.vocab_size) +
                          " but the tokenizer has " + std::to_string(expect_vocab) +
                          " (the data was prepared with another tokenizer; re-run `frontier prepare`)");
+  // Counts beyond the file's size would overflow the size sum below (and wrap around to a size that matches).
+  if (h_.n_tokens > map_.size() || h_.n_docs > map_.size())
+    return bad("header claims " + std::to_string(h_.n_tokens) + " tokens in " + std::to_string(h_.n_docs) +
+               " documents, more than its " + std::to_string(map_.size()) + " bytes hold");
   uint64_t want = kShardHeaderBytes + h_.n_tokens * h_.token_width + (h_.n_docs + 1) * 8;
   if (map_.size() != want)
     return bad("size is " + std::to_string(map_.size()) + " bytes, header implies " + std::to_string(want));
@@ -57,11 +61,11 @@ Status Shard::open(const std::string& path, uint32_t expect_vocab) {
   } else {
     tok32_ = reinterpret_cast<const uint32_t*>(p);
   }
-  offsets_ = reinterpret_cast<const uint64_t*>(p + h_.n_tokens * h_.token_width);
-  if (offsets_[0] != 0 || offsets_[h_.n_docs] != h_.n_tokens) return bad("document offsets do not span the tokens");
+  offsets_ = p + h_.n_tokens * h_.token_width;
+  if (offset(0) != 0 || offset(h_.n_docs) != h_.n_tokens) return bad("document offsets do not span the tokens");
   for (uint64_t d = 0; d < h_.n_docs; d++) {
-    if (offsets_[d + 1] <= offsets_[d]) return bad("empty or unordered document " + std::to_string(d));
-    if (token(offsets_[d]) != h_.bos_id) return bad("document " + std::to_string(d) + " does not start with BOS");
+    if (offset(d + 1) <= offset(d)) return bad("empty or unordered document " + std::to_string(d));
+    if (token(offset(d)) != h_.bos_id) return bad("document " + std::to_string(d) + " does not start with BOS");
   }
   uint32_t maxtok = 0;
   for (uint64_t i = 0; i < h_.n_tokens; i++) maxtok = std::max(maxtok, token(i));

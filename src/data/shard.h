@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -56,8 +57,8 @@ class Shard {
   const ShardHeader& header() const { return h_; }
   uint64_t n_tokens() const { return h_.n_tokens; }
   uint64_t n_docs() const { return h_.n_docs; }
-  uint64_t doc_begin(uint64_t d) const { return offsets_[d]; }
-  uint64_t doc_len(uint64_t d) const { return offsets_[d + 1] - offsets_[d]; }
+  uint64_t doc_begin(uint64_t d) const { return offset(d); }
+  uint64_t doc_len(uint64_t d) const { return offset(d + 1) - offset(d); }
   uint32_t token(uint64_t i) const { return h_.token_width == 2 ? tok16_[i] : tok32_[i]; }
   // Copies tokens [begin, begin+n) as int32 into dst.
   void copy_tokens(uint64_t begin, uint64_t n, int32_t* dst) const;
@@ -69,7 +70,14 @@ class Shard {
   ShardHeader h_{};
   const uint16_t* tok16_ = nullptr;
   const uint32_t* tok32_ = nullptr;
-  const uint64_t* offsets_ = nullptr;
+  // The offsets follow n_tokens * token_width bytes of tokens, so they are 8-byte aligned only when that is a
+  // multiple of 8: read through memcpy (one unaligned load on x86; a misaligned uint64_t* read is UB).
+  const uint8_t* offsets_ = nullptr;  // (n_docs + 1) x uint64
+  uint64_t offset(uint64_t d) const {
+    uint64_t v;
+    std::memcpy(&v, offsets_ + 8 * d, 8);
+    return v;
+  }
 };
 
 Status write_token_bytes(const std::string& path, const std::vector<int32_t>& token_bytes);

@@ -20,52 +20,87 @@ namespace frontier {
 
 namespace {
 
-// RFC 4180 fields of one CSV record (quotes, doubled quotes, commas inside quotes; no embedded newlines here).
-std::vector<std::string> csv_fields(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); i++) {
-    char c = line[i];
+// One CSV record (RFC 4180: quotes, doubled quotes, commas and newlines inside quotes) and the line it starts on.
+struct CsvRecord {
+  int64_t line = 0;
+  std::vector<std::string> fields;
+};
+
+Status csv_records(const std::string& text, const std::string& path, std::vector<CsvRecord>* out) {
+  out->clear();
+  CsvRecord rec{1, {""}};
+  bool quoted = false, any = false;  // any: the record has a field separator, a quote or a character
+  int64_t line = 1;
+  for (size_t i = 0; i < text.size(); i++) {
+    const char c = text[i];
     if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        out.back().push_back('"');
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        rec.fields.back().push_back('"');
         i++;
       } else if (c == '"') {
         quoted = false;
       } else {
-        out.back().push_back(c);
+        line += c == '\n';
+        rec.fields.back().push_back(c);
       }
     } else if (c == '"') {
-      quoted = true;
+      quoted = any = true;
     } else if (c == ',') {
-      out.emplace_back();
+      rec.fields.emplace_back();
+      any = true;
+    } else if (c == '\n') {
+      if (any) out->push_back(std::move(rec));  // blank lines are skipped
+      rec = CsvRecord{++line, {""}};
+      any = false;
     } else if (c != '\r') {
-      out.back().push_back(c);
+      rec.fields.back().push_back(c);
+      any = true;
     }
   }
-  return out;
+  if (quoted) return Status::error(path + ":" + std::to_string(rec.line) + ": a quoted field is never closed");
+  if (any) out->push_back(std::move(rec));
+  return ok_status();
+}
+
+// A JSON value as a message shows it: its text, shortened, and what kind of value it is.
+std::string shown(const nlohmann::json& v) {
+  if (v.is_null()) return "null";
+  std::string t = v.dump();
+  if (t.size() > 60) t = t.substr(0, 57) + "...";
+  const char* kind = v.is_string() ? "a string" : v.is_boolean() ? "a boolean" : v.is_number() ? "a number"
+                     : v.is_array() ? "a list" : "an object";
+  return t + " (" + kind + ")";
 }
 
 Status parse_row(const nlohmann::json& j, CoreTaskType type, const std::string& where, CoreItem* it) {
   auto need_str = [&](const char* k, std::string* dst) -> Status {
-    if (!j.contains(k) || !j[k].is_string()) return Status::error(where + ": missing string field \"" + k + "\"");
+    if (!j.contains(k)) return Status::error(where + ": missing string field \"" + k + "\"");
+    if (!j[k].is_string()) return Status::error(where + ": \"" + k + "\" is " + shown(j[k]) + "; must be a string");
     *dst = j[k].get<std::string>();
     return ok_status();
   };
+  // The options of an item: a list of at least 2 strings (one option would be "correct" by construction).
   auto need_list = [&](const char* k, std::vector<std::string>* dst) -> Status {
-    if (!j.contains(k) || !j[k].is_array() || j[k].empty())
-      return Status::error(where + ": missing list field \"" + k + "\"");
-    for (const auto& v : j[k]) {
-      if (!v.is_string()) return Status::error(where + ": \"" + k + "\" holds a non-string");
-      dst->push_back(v.get<std::string>());
+    if (!j.contains(k)) return Status::error(where + ": missing list field \"" + k + "\"");
+    const auto& v = j[k];
+    if (!v.is_array()) return Status::error(where + ": \"" + k + "\" is " + shown(v) + "; must be a list of strings");
+    if (v.size() < 2)
+      return Status::error(where + ": \"" + k + "\" is " + shown(v) + "; an item needs at least 2 options");
+    for (size_t i = 0; i < v.size(); i++) {
+      if (!v[i].is_string())
+        return Status::error(where + ": \"" + k + "\"[" + std::to_string(i) + "] is " + shown(v[i]) +
+                             "; must be a string");
+      dst->push_back(v[i].get<std::string>());
     }
     return ok_status();
   };
   auto need_gold = [&](size_t n) -> Status {
-    if (!j.contains("gold") || !j["gold"].is_number_integer() || j["gold"].get<int64_t>() < 0 ||
-        j["gold"].get<size_t>() >= n)
-      return Status::error(where + ": \"gold\" must index the options");
-    it->gold = j["gold"].get<int>();
+    if (!j.contains("gold")) return Status::error(where + ": missing integer field \"gold\"");
+    const auto& g = j["gold"];
+    if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() >= static_cast<int64_t>(n))
+      return Status::error(where + ": \"gold\" is " + shown(g) + "; must be an integer index of the " +
+                           std::to_string(n) + " options (0.." + std::to_string(n - 1) + ")");
+    it->gold = g.get<int>();
     return ok_status();
   };
   switch (type) {
@@ -84,10 +119,50 @@ Status parse_row(const nlohmann::json& j, CoreTaskType type, const std::string& 
   return ok_status();
 }
 
+// One task entry of core.yaml; `where` is its file:line.
+Status parse_task(const YAML::Node& n, const std::string& where, CoreTask* t) {
+  auto scalar = [&](const char* k, std::string* dst) -> Status {
+    if (!n[k] || !n[k].IsScalar() || n[k].Scalar().empty())
+      return Status::error(where + ": task entry needs a non-empty " + k);
+    *dst = n[k].Scalar();
+    return ok_status();
+  };
+  if (!n.IsMap()) return Status::error(where + ": a task entry must be a mapping (label, dataset_uri, ...)");
+  FRONTIER_RETURN_IF_ERROR(scalar("label", &t->label));
+  FRONTIER_RETURN_IF_ERROR(scalar("dataset_uri", &t->dataset_uri));
+  std::string type;
+  FRONTIER_RETURN_IF_ERROR(scalar("icl_task_type", &type));
+  if (type == "multiple_choice") t->type = CoreTaskType::kMultipleChoice;
+  else if (type == "schema") t->type = CoreTaskType::kSchema;
+  else if (type == "language_modeling") t->type = CoreTaskType::kLanguageModeling;
+  else return Status::error(where + ": unknown icl_task_type '" + type + "' (expected multiple_choice, schema "
+                            "or language_modeling)");
+  const YAML::Node f = n["num_fewshot"];  // nanochat reads num_fewshot[0]
+  if (!f || !f.IsSequence() || f.size() == 0 || !f[0].IsScalar() ||
+      !YAML::convert<int>::decode(f[0], t->num_fewshot) || t->num_fewshot < 0)
+    return Status::error(where + ": num_fewshot of task '" + t->label + "' must be a list whose first entry is an "
+                         "integer >= 0, like [10]");
+  if (n["continuation_delimiter"]) {
+    if (!n["continuation_delimiter"].IsScalar())
+      return Status::error(where + ": continuation_delimiter of task '" + t->label + "' must be a string");
+    t->delimiter = n["continuation_delimiter"].Scalar();
+  }
+  return ok_status();
+}
+
+// "NaN", "inf" or the number, for messages.
+std::string number_text(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
 }  // namespace
 
-void core_batch_losses(Gpt& gpt, const std::vector<std::vector<uint32_t>>& seqs,
-                       std::vector<std::vector<float>>* losses, std::vector<std::vector<int>>* argmax) {
+Status core_batch_losses(Gpt& gpt, const std::vector<std::vector<uint32_t>>& seqs,
+                         std::vector<std::vector<float>>* losses, std::vector<std::vector<int>>* argmax) {
   const int B = static_cast<int>(seqs.size());
   int T = 0;
   for (const auto& q : seqs) T = std::max(T, static_cast<int>(q.size()) - 1);
@@ -105,23 +180,43 @@ void core_batch_losses(Gpt& gpt, const std::vector<std::vector<uint32_t>>& seqs,
   const float* z = tape.value(logits);
   losses->assign(B, {});
   argmax->assign(B, {});
+  // Every logit of every real position is checked (one pass, with the argmax): a softcapped head maps +-Inf to a
+  // finite loss, so the losses alone would not show Inf weights.
   for (int b = 0; b < B; b++) {
     const int n = static_cast<int>(seqs[b].size()) - 1;
     (*losses)[b].assign(rows.begin() + int64_t(b) * T, rows.begin() + int64_t(b) * T + n);
     (*argmax)[b].resize(n);
     for (int t = 0; t < n; t++) {
       const float* zt = z + (int64_t(b) * T + t) * V;
-      (*argmax)[b][t] = static_cast<int>(std::max_element(zt, zt + V) - zt);
+      int best = 0;
+      bool finite = std::isfinite((*losses)[b][t]);
+      for (int v = 0; v < V; v++) {
+        finite &= std::isfinite(zt[v]);
+        if (zt[v] > zt[best]) best = v;
+      }
+      if (!finite) {
+        const float* bad = std::find_if(zt, zt + V, [](float f) { return !std::isfinite(f); });
+        return Status::error("non-finite " +
+                             (bad != zt + V ? "logit (" + number_text(*bad) + ")"
+                                            : "loss (" + number_text((*losses)[b][t]) + ")") +
+                             " at position " + std::to_string(t) + " of option " + std::to_string(b) +
+                             ": the model's weights are not finite, or so large that they overflow; use an earlier "
+                             "checkpoint");
+      }
+      (*argmax)[b][t] = best;  // the first maximum, as std::max_element and torch.argmax
     }
   }
+  return ok_status();
 }
 
-void core_sequence_losses(Gpt& gpt, const std::vector<uint32_t>& tok, std::vector<float>* losses, std::vector<int>* argmax) {
+Status core_sequence_losses(Gpt& gpt, const std::vector<uint32_t>& tok, std::vector<float>* losses,
+                            std::vector<int>* argmax) {
   std::vector<std::vector<float>> l;
   std::vector<std::vector<int>> a;
-  core_batch_losses(gpt, {tok}, &l, &a);
+  FRONTIER_RETURN_IF_ERROR(core_batch_losses(gpt, {tok}, &l, &a));
   *losses = std::move(l[0]);
   *argmax = std::move(a[0]);
+  return ok_status();
 }
 
 Status load_core_bundle(const std::string& dir, CoreBundle* out) {
@@ -135,64 +230,76 @@ Status load_core_bundle(const std::string& dir, CoreBundle* out) {
   } catch (const YAML::Exception& e) {
     return Status::error(ypath + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
-  if (!root["icl_tasks"] || !root["icl_tasks"].IsSequence())
+  if (!root.IsMap() || !root["icl_tasks"] || !root["icl_tasks"].IsSequence() || root["icl_tasks"].size() == 0)
     return Status::error(ypath + ": no icl_tasks list");
+  std::vector<int> yaml_line;  // each task's line in core.yaml
   for (const auto& n : root["icl_tasks"]) {
-    std::string where = ypath + ":" + std::to_string(n.Mark().line + 1);
+    const int line = n.Mark().line + 1;
+    const std::string where = ypath + ":" + std::to_string(line);
     CoreTask t;
-    try {
-      t.label = n["label"].as<std::string>();
-      t.dataset_uri = n["dataset_uri"].as<std::string>();
-      t.num_fewshot = n["num_fewshot"][0].as<int>();
-      std::string type = n["icl_task_type"].as<std::string>();
-      if (type == "multiple_choice") t.type = CoreTaskType::kMultipleChoice;
-      else if (type == "schema") t.type = CoreTaskType::kSchema;
-      else if (type == "language_modeling") t.type = CoreTaskType::kLanguageModeling;
-      else return Status::error(where + ": unknown icl_task_type '" + type + "' (expected multiple_choice, schema "
-                                "or language_modeling)");
-      if (n["continuation_delimiter"]) t.delimiter = n["continuation_delimiter"].as<std::string>();
-    } catch (const YAML::Exception& e) {
-      return Status::error(where + ": task entry needs label, dataset_uri, num_fewshot and icl_task_type (" + e.msg +
-                           ")");
-    }
+    FRONTIER_RETURN_IF_ERROR(parse_task(n, where, &t));
+    for (size_t i = 0; i < out->tasks.size(); i++)
+      if (out->tasks[i].label == t.label)
+        return Status::error(where + ": duplicate label '" + t.label + "' (also at line " +
+                             std::to_string(yaml_line[i]) + ")");
     out->tasks.push_back(std::move(t));
+    yaml_line.push_back(line);
   }
-  // Random baselines.
+  // Random baselines (percent). Rows for tasks not in core.yaml are allowed (DCLM's file lists 53 tasks), but every
+  // row must hold a number in [0, 100): a task missing here, or a baseline of 100, would otherwise make a CORE
+  // that looks like a number (centered with b = 0, or a division by zero).
   std::string csv;
   FRONTIER_RETURN_IF_ERROR(read_file(cpath, &csv));
-  std::istringstream in(csv);
-  std::string line;
-  int task_col = -1, base_col = -1, lineno = 0;
-  while (std::getline(in, line)) {
-    lineno++;
-    auto f = csv_fields(line);
-    if (lineno == 1) {
-      for (size_t i = 0; i < f.size(); i++) {
-        if (f[i] == "Eval Task") task_col = static_cast<int>(i);
-        if (f[i] == "Random baseline") base_col = static_cast<int>(i);
-      }
-      if (task_col < 0 || base_col < 0)
-        return Status::error(cpath + ":1: needs columns \"Eval Task\" and \"Random baseline\"");
-      continue;
-    }
-    if (static_cast<int>(f.size()) <= std::max(task_col, base_col)) continue;
-    for (auto& t : out->tasks)
-      if (t.label == f[task_col]) {
-        char* end = nullptr;
-        t.random_baseline = std::strtod(f[base_col].c_str(), &end);
-        if (end == f[base_col].c_str())
-          return Status::error(cpath + ":" + std::to_string(lineno) + ": Random baseline is not a number");
-      }
+  std::vector<CsvRecord> records;
+  FRONTIER_RETURN_IF_ERROR(csv_records(csv, cpath, &records));
+  if (records.empty()) return Status::error(cpath + ": empty (needs a header and a row per task)");
+  int task_col = -1, base_col = -1;
+  for (size_t i = 0; i < records[0].fields.size(); i++) {
+    if (records[0].fields[i] == "Eval Task") task_col = static_cast<int>(i);
+    if (records[0].fields[i] == "Random baseline") base_col = static_cast<int>(i);
   }
+  if (task_col < 0 || base_col < 0)
+    return Status::error(cpath + ":" + std::to_string(records[0].line) +
+                         ": needs columns \"Eval Task\" and \"Random baseline\"");
+  std::vector<int64_t> base_line(out->tasks.size(), 0);  // the csv line that set each task's baseline
+  for (size_t r = 1; r < records.size(); r++) {
+    const auto& f = records[r].fields;
+    const std::string where = cpath + ":" + std::to_string(records[r].line);
+    if (static_cast<int>(f.size()) <= std::max(task_col, base_col))
+      return Status::error(where + ": " + std::to_string(f.size()) + " fields; the header names " +
+                           std::to_string(std::max(task_col, base_col) + 1) + " or more");
+    const std::string& text = f[base_col];
+    char* end = nullptr;
+    const double b = std::strtod(text.c_str(), &end);
+    while (end && *end == ' ') end++;
+    if (text.empty() || end != text.c_str() + text.size() || !(b >= 0 && b < 100))
+      return Status::error(where + ": \"Random baseline\" of task '" + f[task_col] + "' is '" + text +
+                           "'; must be a number in [0, 100) (percent right by chance; 100 leaves nothing to "
+                           "center on)");
+    for (size_t i = 0; i < out->tasks.size(); i++) {
+      auto& t = out->tasks[i];
+      if (t.label != f[task_col]) continue;
+      if (base_line[i] && t.random_baseline != b)
+        return Status::error(where + ": task '" + t.label + "' again, with baseline " + text + " (line " +
+                             std::to_string(base_line[i]) + " has " + number_text(t.random_baseline) + ")");
+      t.random_baseline = b;
+      base_line[i] = records[r].line;
+    }
+  }
+  for (size_t i = 0; i < out->tasks.size(); i++)
+    if (!base_line[i])
+      return Status::error(cpath + ": no row for task '" + out->tasks[i].label + "' (" + ypath + ":" +
+                           std::to_string(yaml_line[i]) + "); every task needs its \"Random baseline\"");
   // Task data.
-  for (auto& t : out->tasks) {
+  for (size_t ti = 0; ti < out->tasks.size(); ti++) {
+    auto& t = out->tasks[ti];
     std::string path = dir + "/eval_data/" + t.dataset_uri;
     if (!file_exists(path)) continue;
     t.present = true;
-    std::string text;
+    std::string text, line;
     FRONTIER_RETURN_IF_ERROR(read_file(path, &text));
     std::istringstream rows(text);
-    int ln = 0;
+    int64_t ln = 0;
     while (std::getline(rows, line)) {
       ln++;
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -200,10 +307,16 @@ Status load_core_bundle(const std::string& dir, CoreBundle* out) {
       auto j = nlohmann::json::parse(line, nullptr, false);
       if (j.is_discarded() || !j.is_object()) return Status::error(where + ": not a JSON object");
       CoreItem it;
+      it.line = ln;
       FRONTIER_RETURN_IF_ERROR(parse_row(j, t.type, where, &it));
       t.rows.push_back(std::move(it));
     }
     if (t.rows.empty()) return Status::error(path + ": no rows");
+    // nanochat draws each item's examples from the other rows (random.sample raises when there are too few).
+    if (static_cast<int64_t>(t.rows.size()) <= t.num_fewshot)
+      return Status::error(path + ": " + std::to_string(t.rows.size()) + " rows, but task '" + t.label + "' is " +
+                           std::to_string(t.num_fewshot) + "-shot (" + ypath + ":" + std::to_string(yaml_line[ti]) +
+                           "): needs at least " + std::to_string(t.num_fewshot + 1));
   }
   return ok_status();
 }
@@ -226,48 +339,61 @@ bool core_item_sequences(const Gpt& gpt, const Tokenizer& tok, const CoreTask& t
     tok.encode_ordinary(p, &ids);
     tokens.push_back(std::move(ids));
   }
-  // nanochat crops each sequence to the model's context (max_seq_len tokens), scoring predictions within it.
-  if (!core_spans(task.type, std::move(tokens), gpt.shape().seq_len, seq)) return false;
-  for (auto& st : seq->start) st = std::max<int64_t>(st, 1);  // a span cropped to position 0 has no prediction
-  return true;
+  return core_spans(task.type, std::move(tokens), gpt.shape().seq_len, seq);  // crops to the model's context
 }
 
-bool evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
-                        size_t idx) {
+Status evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
+                          size_t idx, CoreItemResult* out) {
+  *out = CoreItemResult();
   const CoreItem& item = data[idx];
+  const std::string where = "CORE task " + task.label + ", item " + task.dataset_uri + ":" + std::to_string(item.line);
   CoreSequences seq;
-  if (!core_item_sequences(gpt, tok, task, data, idx, &seq)) return false;
-  std::vector<float> losses;
-  std::vector<int> pred;
+  if (!core_item_sequences(gpt, tok, task, data, idx, &seq))
+    return Status::error(where + ": the prompt without its continuation does not tokenize to a prefix of the prompt "
+                         "with it (nanochat asserts the same)");
+  if (!seq.answer_fits) {  // never scored on a shortened span: counted, and incorrect
+    out->too_long = true;
+    return ok_status();
+  }
+  out->cropped = seq.cropped > 0;
+  for (size_t c = 0; c < seq.tokens.size(); c++)
+    if (seq.start[c] < 1 || seq.start[c] >= seq.end[c])
+      return Status::error(where + ": option " + std::to_string(c) + " has no answer tokens to score (empty, or "
+                           "the same tokens as the part the options share)");
+  std::vector<std::vector<float>> losses;
+  std::vector<std::vector<int>> pred;
+  Status s = core_batch_losses(gpt, seq.tokens, &losses, &pred);  // every option in one forward
+  if (!s.ok()) return Status::error(where + ": " + s.message());
   if (task.type == CoreTaskType::kLanguageModeling) {
-    core_sequence_losses(gpt, seq.tokens[0], &losses, &pred);
+    out->correct = true;
     for (int64_t t = seq.start[0]; t < seq.end[0]; t++)
-      if (pred[t - 1] != static_cast<int>(seq.tokens[0][t])) return false;
-    return true;
+      out->correct &= pred[0][t - 1] == static_cast<int>(seq.tokens[0][t]);
+    return ok_status();
   }
   size_t best = 0;
   double best_loss = INFINITY;
-  std::vector<std::vector<float>> all;
-  std::vector<std::vector<int>> preds;
-  core_batch_losses(gpt, seq.tokens, &all, &preds);  // every choice in one forward
   for (size_t c = 0; c < seq.tokens.size(); c++) {
     double sum = 0;
-    for (int64_t t = seq.start[c]; t < seq.end[c]; t++) sum += all[c][t - 1];
-    double mean = sum / std::max<int64_t>(1, seq.end[c] - seq.start[c]);
+    for (int64_t t = seq.start[c]; t < seq.end[c]; t++) sum += losses[c][t - 1];
+    const double mean = sum / static_cast<double>(seq.end[c] - seq.start[c]);
     if (mean < best_loss) {
       best_loss = mean;
       best = c;
     }
   }
-  return static_cast<int>(best) == item.gold;
+  out->correct = static_cast<int>(best) == item.gold;
+  return ok_status();
 }
 
 Status evaluate_core(Gpt& gpt, const Tokenizer& tok, const CoreBundle& bundle, int64_t max_per_task, CoreReport* out,
                      bool progress) {
-  out->tasks.clear();
+  if (max_per_task < 0)
+    return Status::error("--max-per-task is " + std::to_string(max_per_task) + "; must be >= 0 (0 = every item)");
+  *out = CoreReport();
   double sum = 0;
-  out->n_present = 0;
   out->n_total = static_cast<int>(bundle.tasks.size());
+  out->seq_len = gpt.shape().seq_len;
+  std::string fewer_shots;  // tasks whose few-shot count max_per_task cut
   for (const auto& task : bundle.tasks) {
     CoreTaskResult r;
     r.label = task.label;
@@ -276,43 +402,85 @@ Status evaluate_core(Gpt& gpt, const Tokenizer& tok, const CoreBundle& bundle, i
       out->tasks.push_back(r);
       continue;
     }
+    if (!(task.random_baseline >= 0 && task.random_baseline < 100))
+      return Status::error("CORE task " + task.label + ": random baseline " + number_text(task.random_baseline) +
+                           " is outside [0, 100)");
     auto t0 = std::chrono::steady_clock::now();
     std::vector<CoreItem> data = task.rows;
     PyRandom(1337).shuffle(data);
     if (max_per_task > 0 && static_cast<int64_t>(data.size()) > max_per_task) data.resize(max_per_task);
-    for (size_t i = 0; i < data.size(); i++) r.correct += evaluate_core_item(gpt, tok, task, data, i);
+    r.fewshot = static_cast<int>(std::min<int64_t>(task.num_fewshot, static_cast<int64_t>(data.size()) - 1));
+    if (r.fewshot < task.num_fewshot)
+      fewer_shots += (fewer_shots.empty() ? "" : ", ") + task.label + " " + std::to_string(r.fewshot) + "/" +
+                     std::to_string(task.num_fewshot);
+    for (size_t i = 0; i < data.size(); i++) {
+      CoreItemResult ir;
+      FRONTIER_RETURN_IF_ERROR(evaluate_core_item(gpt, tok, task, data, i, &ir));
+      r.correct += ir.correct;
+      r.cropped += ir.cropped;
+      r.too_long += ir.too_long;
+    }
     r.n = static_cast<int64_t>(data.size());
     r.accuracy = static_cast<double>(r.correct) / r.n;
     r.centered = (r.accuracy - 0.01 * task.random_baseline) / (1.0 - 0.01 * task.random_baseline);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (progress)
-      std::fprintf(stderr, "  %-32s acc %.4f  centered %+.4f  (%lld items, %.1fs)\n", task.label.c_str(), r.accuracy,
-                   r.centered, static_cast<long long>(r.n), r.seconds);
+    if (progress) {
+      std::string crop;
+      if (r.cropped) crop += ", " + std::to_string(r.cropped) + " cropped";
+      if (r.too_long) crop += ", " + std::to_string(r.too_long) + " too long";
+      std::fprintf(stderr, "  %-32s acc %.4f  centered %+.4f  (%lld items%s, %.1fs)\n", task.label.c_str(),
+                   r.accuracy, r.centered, static_cast<long long>(r.n), crop.c_str(), r.seconds);
+    }
     sum += r.centered;
     out->n_present++;
+    out->cropped += r.cropped;
+    out->too_long += r.too_long;
     out->tasks.push_back(r);
   }
   out->core = out->n_present ? sum / out->n_present : 0.0;
+  // nanochat stops here (random.sample of more examples than there are other items); the numbers are still
+  // Frontier's, on fewer examples, so they are labelled rather than refused (small max_per_task is for smoke tests).
+  if (progress && !fewer_shots.empty())
+    std::fprintf(stderr, "note: --max-per-task %lld leaves too few items for the full few-shot count "
+                 "(used/configured): %s\n", static_cast<long long>(max_per_task), fewer_shots.c_str());
   return ok_status();
 }
 
 std::string CoreReport::table() const {
   std::string s;
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "%-32s %8s %8s %9s %8s\n", "task", "items", "accuracy", "centered", "seconds");
+  std::snprintf(buf, sizeof(buf), "%-32s %8s %8s %9s %8s %8s %8s\n", "task", "items", "accuracy", "centered",
+                "seconds", "cropped", "too_long");
   s += buf;
   for (const auto& t : tasks) {
     if (!t.present) {
       std::snprintf(buf, sizeof(buf), "%-32s %8s\n", t.label.c_str(), "missing");
     } else {
-      std::snprintf(buf, sizeof(buf), "%-32s %8lld %8.4f %+9.4f %8.1f\n", t.label.c_str(),
-                    static_cast<long long>(t.n), t.accuracy, t.centered == 0 ? 0.0 : t.centered, t.seconds);
+      std::snprintf(buf, sizeof(buf), "%-32s %8lld %8.4f %+9.4f %8.1f %8lld %8lld\n", t.label.c_str(),
+                    static_cast<long long>(t.n), t.accuracy, t.centered == 0 ? 0.0 : t.centered, t.seconds,
+                    static_cast<long long>(t.cropped), static_cast<long long>(t.too_long));
     }
     s += buf;
   }
+  std::snprintf(buf, sizeof(buf),
+                "context %lld tokens: %lld items cropped on the left and scored on their whole answers; %lld items "
+                "whose answers do not fit, scored incorrect\n",
+                static_cast<long long>(seq_len), static_cast<long long>(cropped), static_cast<long long>(too_long));
+  s += buf;
   std::snprintf(buf, sizeof(buf), "CORE (%d/%d tasks): %.6f\n", n_present, n_total, core);
   s += buf;
   return s;
+}
+
+nlohmann::json CoreReport::json() const {
+  nlohmann::json j = {{"core", core},         {"tasks_present", n_present}, {"tasks_total", n_total},
+                      {"seq_len", seq_len},   {"items_cropped", cropped},   {"items_too_long", too_long},
+                      {"tasks", nlohmann::json::array()}};
+  for (const auto& t : tasks)
+    j["tasks"].push_back({{"label", t.label},       {"present", t.present},   {"items", t.n},
+                          {"correct", t.correct},   {"accuracy", t.accuracy}, {"centered", t.centered},
+                          {"cropped", t.cropped},   {"too_long", t.too_long}, {"fewshot", t.fewshot}});
+  return j;
 }
 
 }  // namespace frontier

@@ -9,8 +9,14 @@
 // with random.Random(1234 + idx).sample(other indices, num_fewshot[0]). MC/schema: the option with the lowest
 // mean loss over its continuation span wins; LM: correct when greedy argmax reproduces the continuation. Centered
 // accuracy (acc - b/100) / (1 - b/100) with b the DCLM random baseline; CORE = mean over the tasks present.
+//
+// What is not trusted: the bundle is validated at load (each error names the file, the line and the value), a
+// non-finite logit is an error naming the task and item, and an item longer than the model's context is cropped
+// by the rule in core_prompts.h, counted per task (cropped: scored on its whole answer; too_long: its answer does
+// not fit, scored incorrect) and reported in the table and JSON.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -26,7 +32,7 @@ struct CoreTask {
   std::string label, dataset_uri, delimiter = " ";
   CoreTaskType type = CoreTaskType::kMultipleChoice;
   int num_fewshot = 0;
-  double random_baseline = 0;  // percent
+  double random_baseline = 0;  // percent, in [0, 100)
   bool present = false;        // its data file exists
   std::vector<CoreItem> rows;  // in file order
 };
@@ -36,14 +42,21 @@ struct CoreBundle {
   std::vector<CoreTask> tasks;  // core.yaml order
 };
 
-// Reads core.yaml, eval_meta_data.csv and each task's jsonl; a missing task file is recorded (present = false),
-// a malformed file is an error naming file and line.
+// Reads core.yaml, eval_meta_data.csv and each task's jsonl; a missing task file is recorded (present = false).
+// Errors, each naming the file, the line and the bad value: a task entry without label / dataset_uri /
+// num_fewshot / icl_task_type, or with a duplicate label; a task with no row in eval_meta_data.csv, or a
+// "Random baseline" that is not a number in [0, 100); a row without the fields its task type needs (multiple
+// choice: query, >= 2 choices, gold; schema: >= 2 context_options, continuation, gold; language modelling:
+// context, continuation), of the wrong JSON type, or a gold outside the options; fewer rows than num_fewshot + 1.
 Status load_core_bundle(const std::string& dir, CoreBundle* out);
 
 struct CoreTaskResult {
   std::string label;
   bool present = false;
   int64_t n = 0, correct = 0;
+  int64_t cropped = 0;   // items longer than the context, cropped on the left and scored on their whole answers
+  int64_t too_long = 0;  // items whose answer does not fit the context: not scored, counted incorrect
+  int fewshot = 0;       // few-shot examples per item (below num_fewshot only when max_per_task leaves too few)
   double accuracy = 0, centered = 0, seconds = 0;
 };
 
@@ -51,26 +64,38 @@ struct CoreReport {
   std::vector<CoreTaskResult> tasks;
   double core = 0;  // mean centered accuracy over present tasks
   int n_present = 0, n_total = 0;
-  std::string table() const;  // per-task table plus "CORE (20/22 tasks): ..."
+  int64_t seq_len = 0, cropped = 0, too_long = 0;  // the model's context; totals of the tasks' counts
+  std::string table() const;   // per-task table, the crop totals, then "CORE (20/22 tasks): ..."
+  nlohmann::json json() const;  // core, tasks_present, tasks_total, seq_len, items_cropped, items_too_long, tasks
 };
 
 Status evaluate_core(Gpt& gpt, const Tokenizer& tok, const CoreBundle& bundle, int64_t max_per_task,
                      CoreReport* out, bool progress = true);
 
-// The scored sequences of one item: few-shot draw, render, tokenize (BOS first), spans, crop to the model's context.
+// The scored sequences of one item: few-shot draw, render, tokenize (BOS first), spans, crop to the model's context
+// (seq->cropped, seq->answer_fits). False if an LM prompt without its continuation does not tokenize to a prefix
+// of the prompt with it.
 bool core_item_sequences(const Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
                          size_t idx, CoreSequences* seq);
-// Per-position losses (nats; losses[t] predicts tokens[t+1]) and greedy predictions of one sequence.
-void core_sequence_losses(Gpt& gpt, const std::vector<uint32_t>& tokens, std::vector<float>* losses,
-                          std::vector<int>* argmax);
+// Per-position losses (nats; losses[t] predicts tokens[t+1]) and greedy predictions of one sequence. An error if a
+// logit or loss is not finite (NaN/Inf weights), naming the position.
+Status core_sequence_losses(Gpt& gpt, const std::vector<uint32_t>& tokens, std::vector<float>* losses,
+                            std::vector<int>* argmax);
 // The same for all sequences of an item in one forward pass (nanochat's batching of an item's choices): rows padded
 // at the end to the longest (causal attention keeps padding from reaching earlier positions; padded targets are
 // ignored), so each row's losses equal core_sequence_losses of that row alone.
-void core_batch_losses(Gpt& gpt, const std::vector<std::vector<uint32_t>>& seqs,
-                       std::vector<std::vector<float>>* losses, std::vector<std::vector<int>>* argmax);
+Status core_batch_losses(Gpt& gpt, const std::vector<std::vector<uint32_t>>& seqs,
+                         std::vector<std::vector<float>>* losses, std::vector<std::vector<int>>* argmax);
 
-// One item's correctness (exposed for tests): render, tokenize (BOS first), crop to the model's context, score.
-bool evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
-                        size_t idx);
+struct CoreItemResult {
+  bool correct = false;
+  bool cropped = false;   // longer than the context; scored on its whole answer
+  bool too_long = false;  // its answer does not fit the context: not scored (correct = false)
+};
+
+// One item (exposed for tests): render, tokenize (BOS first), crop to the model's context, score. Errors name the
+// task and the item's jsonl line: a non-finite logit, an LM prompt that does not tokenize to a prefix, an empty span.
+Status evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
+                          size_t idx, CoreItemResult* out);
 
 }  // namespace frontier

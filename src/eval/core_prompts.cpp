@@ -23,9 +23,14 @@ bool py_isspace(uint32_t c) {
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-size_t common_length(const std::vector<std::vector<uint32_t>>& seqs, bool from_left) {
+size_t min_length(const std::vector<std::vector<uint32_t>>& seqs) {
   size_t min_len = SIZE_MAX;
   for (const auto& s : seqs) min_len = std::min(min_len, s.size());
+  return min_len;
+}
+
+size_t common_length(const std::vector<std::vector<uint32_t>>& seqs, bool from_left) {
+  const size_t min_len = min_length(seqs);
   for (size_t i = 0; i < min_len; i++) {
     auto at = [&](const std::vector<uint32_t>& s) { return from_left ? s[i] : s[s.size() - 1 - i]; };
     for (const auto& s : seqs)
@@ -89,20 +94,24 @@ bool core_spans(CoreTaskType type, std::vector<std::vector<uint32_t>> tokens, in
     out->start.push_back(static_cast<int64_t>(without.size()));
     out->end.push_back(static_cast<int64_t>(with.size()));
   } else if (type == CoreTaskType::kMultipleChoice) {
-    int64_t start = static_cast<int64_t>(common_length(tokens, true));
+    // Capped so that every option keeps at least its last token (see the header: options that are token prefixes
+    // of another).
+    int64_t start = static_cast<int64_t>(std::min(common_length(tokens, true), min_length(tokens) - 1));
     for (auto& t : tokens) {
       out->start.push_back(start);
       out->end.push_back(static_cast<int64_t>(t.size()));
     }
     out->tokens = std::move(tokens);
   } else {
-    int64_t suffix = static_cast<int64_t>(common_length(tokens, false));
+    int64_t suffix = static_cast<int64_t>(std::min(common_length(tokens, false), min_length(tokens) - 1));
     for (auto& t : tokens) {
       out->end.push_back(static_cast<int64_t>(t.size()));
       out->start.push_back(static_cast<int64_t>(t.size()) - suffix);
     }
     out->tokens = std::move(tokens);
   }
+  out->cropped = 0;
+  out->answer_fits = true;
   if (max_len > 0)
     for (size_t i = 0; i < out->tokens.size(); i++) {
       auto& t = out->tokens[i];
@@ -111,6 +120,8 @@ bool core_spans(CoreTaskType type, std::vector<std::vector<uint32_t>> tokens, in
         t.erase(t.begin(), t.begin() + crop);
         out->start[i] -= crop;
         out->end[i] -= crop;
+        out->cropped = std::max(out->cropped, crop);
+        if (out->start[i] < 1) out->answer_fits = false;  // the span lost its left end or its predecessor
       }
     }
   return true;

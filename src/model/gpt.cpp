@@ -32,8 +32,9 @@ struct Rng {  // splitmix64; uniform in [0, 1) and Box-Muller normals
 
 }  // namespace
 
-Gpt::Gpt(const ModelShape& s) : s_(s) {
+std::vector<ParamInfo> Gpt::param_table(const ModelShape& s) {
   const int64_t C = s.dim, V = s.vocab_size, D = s.head_dim, H = s.n_head, Hkv = s.n_kv_head;
+  std::vector<ParamInfo> table_;
   auto add = [&](std::string name, std::vector<int64_t> shape, ParamGroup g) {
     ParamInfo p{std::move(name), std::move(shape), g};
     table_.push_back(p);
@@ -59,11 +60,16 @@ Gpt::Gpt(const ModelShape& s) : s_(s) {
     p.offset = off;
     off += p.numel();
   }
-  w_.assign(off, 0.f);
-  g_.assign(off, 0.f);
-  cos_.resize(static_cast<size_t>(s.seq_len) * D / 2);
+  return table_;
+}
+
+Gpt::Gpt(const ModelShape& s) : s_(s), table_(param_table(s)) {
+  const int64_t n = table_.back().offset + table_.back().numel();
+  w_.assign(n, 0.f);
+  g_.assign(n, 0.f);
+  cos_.resize(static_cast<size_t>(s.seq_len) * s.head_dim / 2);
   sin_.resize(cos_.size());
-  ref::rope_tables(cos_.data(), sin_.data(), s.seq_len, D, 100000.0);
+  ref::rope_tables(cos_.data(), sin_.data(), s.seq_len, s.head_dim, 100000.0);
 }
 
 const ParamInfo& Gpt::param(const std::string& name) const {

@@ -44,6 +44,8 @@ class Gpt {
   static constexpr float kSoftcap = 15.f;
 
   explicit Gpt(const ModelShape& shape);
+  // The parameter table of a shape, offsets included, without allocating (memory estimates, exporters).
+  static std::vector<ParamInfo> param_table(const ModelShape& shape);
   const ModelShape& shape() const { return s_; }
   const std::vector<ParamInfo>& params() const { return table_; }
   const ParamInfo& param(const std::string& name) const;

@@ -5,16 +5,21 @@
 namespace frontier {
 
 void add_model_keys(ConfigSchema* s) {
-  s->add_int("model.depth", 8, "transformer layers: the one dial; width, heads and the rest derive from it");
-  s->add_int("model.aspect_ratio", 64, "model_dim = depth * aspect_ratio, rounded up to a multiple of head_dim");
-  s->add_int("model.head_dim", 128, "attention head dimension");
-  s->add_int("model.n_kv_head", 0, "key/value heads for GQA (0 = n_head)");
-  s->add_int("model.dim", 0, "explicit model_dim (0 = derive from depth); must be a multiple of head_dim");
-  s->add_int("model.vocab_size", 8192, "vocabulary size; must match the prepared data's tokenizer");
-  s->add_int("model.seq_len", 512, "sequence length T (the autoresearch value is 2048)");
+  s->add_int("model.depth", 8, "transformer layers: the one dial; width, heads and the rest derive from it",
+             {1, 256});
+  s->add_int("model.aspect_ratio", 64, "model_dim = depth * aspect_ratio, rounded up to a multiple of head_dim",
+             {1, 65536});
+  s->add_int("model.head_dim", 128, "attention head dimension", {2, 1024});
+  s->add_int("model.n_kv_head", 0, "key/value heads for GQA (0 = n_head)", {0, 65536});
+  s->add_int("model.dim", 0, "explicit model_dim (0 = derive from depth); must be a multiple of head_dim",
+             {0, 65536});
+  s->add_int("model.vocab_size", 8192, "vocabulary size; must match the prepared data's tokenizer",
+             {265, 1 << 24});
+  s->add_int("model.seq_len", 512, "sequence length T (the autoresearch value is 2048)", {1, 1 << 20});
   s->add_int("model.ce_vocab_chunk", 0,
              "0: the lm_head writes the (N, V) logits; > 0: lm_head + softcap CE fused over vocabulary chunks of "
-             "this many columns (saves 3 x N x V floats, recomputes the lm_head in backward; same loss)");
+             "this many columns (saves 3 x N x V floats, recomputes the lm_head in backward; same loss)",
+             {0, 1 << 24});
 }
 
 Status derive_model_shape(const Config& cfg, ModelShape* m) {

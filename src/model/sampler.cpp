@@ -116,6 +116,7 @@ void Sampler::push(uint32_t token, std::vector<float>* logits) {
 }
 
 uint32_t Sampler::sample(const std::vector<float>& logits, float temperature, int top_k, SampleRng* rng) {
+  FRONTIER_CHECK(std::isfinite(temperature) && temperature >= 0.f && top_k >= 0);  // the CLI validates user input
   const int64_t V = static_cast<int64_t>(logits.size());
   if (temperature <= 0.f) return static_cast<uint32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   std::vector<int32_t> ids(V);

@@ -9,6 +9,7 @@
 //
 // Sampling: temperature 0 is greedy (argmax, lowest id on ties); otherwise softmax(logits / temperature) over the
 // top_k largest logits (0 = all). The RNG is a fixed splitmix64, so a seed gives the same text on every machine.
+// temperature must be finite and >= 0, top_k >= 0 (a CHECK: callers validate user input first).
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "kernels/gemm.h"
-#include "profile/profiler.h"
+#include "util/trace.h"
 
 namespace frontier {
 

@@ -1,5 +1,5 @@
 // `frontier profile`: a few training steps of a config (random tokens: the cost of a step does not depend on the
-// token values) with the op scopes of profile/profiler.h recording, then one row per op, phase and GEMM shape:
+// token values) with the op scopes of util/trace.h recording, then one row per op, phase and GEMM shape:
 // time per step, FLOPs, compulsory bytes, achieved GFLOP/s and GB/s, arithmetic intensity, and whether the op is
 // compute- or memory-bound against the calibrated roofline (ridge = FMA peak / memory bandwidth) with its % of the
 // roofline's bound. Also writes the events as a Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev).
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "profile/profiler.h"
+#include "util/trace.h"
 #include "util/status.h"
 
 namespace frontier {

@@ -52,7 +52,7 @@ std::string progress_svg(const std::vector<nlohmann::json>& ledger) {
   int base_n = 0;
   for (size_t i = 0; i < ledger.size(); i++) {
     const auto& e = ledger[i];
-    if (e.value("phase", "") == "baseline" && e["status"] != "crash") {
+    if (e.value("phase", "") == "baseline" && e["status"] == "keep") {
       base_sum += e["val_bpb"].get<double>();
       best = base_sum / ++base_n;
     } else if (e["status"] == "keep") {
@@ -70,7 +70,7 @@ std::string progress_svg(const std::vector<nlohmann::json>& ledger) {
     std::snprintf(buf, sizeof(buf), "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#666\">%zu</text>\n", X(i),
                   H - B + 16, i);
     s += buf;
-    if (st == "crash" || st == "rejected") {
+    if (st == "crash" || st == "rejected" || st == "interrupted" || st == "running") {  // no val_bpb
       double y = H - B - 8;
       std::snprintf(buf, sizeof(buf), "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#c33\" "
                     "font-size=\"16\">x</text>\n", X(i), y);

@@ -1,5 +1,6 @@
 // The research session's progress chart as SVG: val_bpb per trial (grey: discarded, green: kept, blue: baseline
-// repeats, red x: crashed or rejected, hollow: screening runs at a reduced budget) and the running best as a line.
+// repeats, red x: crashed, rejected, interrupted or still running, hollow: screening runs at a reduced budget) and
+// the running best as a line.
 #pragma once
 
 #include <nlohmann/json.hpp>

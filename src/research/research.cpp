@@ -1,23 +1,26 @@
 #include "research/research.h"
 
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
-#include <fcntl.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
+#include <string_view>
 #include <toml++/toml.h>
 
 #include "research/chart.h"
 #include "train/train.h"
 #include "util/file.h"
+#include "util/stop_signal.h"
+#include "util/file_lock.h"
+#include "util/subprocess.h"
 
 namespace frontier {
 
@@ -25,6 +28,57 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+// Limits on what the loop reads back from its children and its own files (all data, never trusted).
+constexpr size_t kLogTailBytes = 64 << 10;         // of a trial's train.log: its last error line and summary
+constexpr size_t kSummaryKeys = 64;                // summary lines kept
+constexpr size_t kProposerOutputBytes = 1 << 20;   // a proposer's stdout
+constexpr size_t kProposalKeys = 256;              // keys in one proposal's "set"
+constexpr int kProposerFailuresInARow = 3;         // then the session stops
+constexpr uintmax_t kLedgerMaxBytes = 256u << 20;  // ledger.jsonl
+constexpr int kJsonMaxDepth = 32;                  // nesting of one ledger line (dump() recurses)
+
+// SIGINT / SIGTERM during run_research stop the loop (util/stop_signal.h); the trial gets SIGTERM.
+std::string stop_signal_name() { return StopSignals::received() == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+// Untrusted text made fit for a one-line message: at most max bytes, control bytes and non-ASCII as '?'.
+std::string printable(const std::string& s, size_t max = 200) {
+  std::string o;
+  for (size_t i = 0; i < s.size() && o.size() < max; i++) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    o += c == '\n' || c == '\t' ? ' ' : (c < 0x20 || c >= 0x7f) ? '?' : static_cast<char>(c);
+  }
+  if (s.size() > max) o += "...";
+  return o;
+}
+
+std::string fmt_number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+// JSON as the ledger writes it: invalid UTF-8 (a trial's log line, say) becomes U+FFFD instead of an exception.
+std::string dump_json(const json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+// The last max bytes of a file (a trial's log can be long; its summary and error are at the end).
+Status read_tail(const std::string& path, size_t max, std::string* out) {
+  out->clear();
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return Status::error("cannot open " + path);
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    long size = std::ftell(f);
+    if (size > static_cast<long>(max)) std::fseek(f, size - static_cast<long>(max), SEEK_SET);
+    else std::fseek(f, 0, SEEK_SET);
+  }
+  out->resize(max);
+  size_t n = std::fread(out->data(), 1, max, f);
+  out->resize(n);
+  std::fclose(f);
+  return ok_status();
+}
 
 std::string fmt_value(const toml::node& n) {
   if (auto v = n.as_integer()) return std::to_string(v->get());
@@ -90,98 +144,120 @@ std::string describe(const std::map<std::string, std::string>& set) {
 }
 
 struct TrialResult {
-  std::string status;  // ok | crash
+  std::string status;  // ok | crash | interrupted
   double val_bpb = 0, memory_gb = 0, seconds = 0;
   json summary = json::object();
   std::string error;
 };
 
-// Runs `frontier train` as a child process; its output goes to dir/train.log. A crash, a non-zero exit or a hang
-// (3x the budget + 300 s) is a "crash" result, never an exception in the loop.
+// The summary block `frontier train` prints last ("---", then "key: value" lines), parsed as data: at most
+// kSummaryKeys keys of [a-z0-9_] (64 bytes at most), values of 256 bytes at most; a value is a number when all of
+// it parses as a finite double, else a string. False when the text has no summary block.
+bool parse_summary(const std::string& log, json* out) {
+  size_t p = log.rfind("\n---\n");
+  size_t start = p != std::string::npos ? p + 5 : log.rfind("---\n", 0) == 0 ? 4 : std::string::npos;
+  if (start == std::string::npos) return false;
+  *out = json::object();
+  std::istringstream in(log.substr(start));
+  std::string line;
+  while (std::getline(in, line) && out->size() < kSummaryKeys) {
+    size_t c = line.find(':');
+    if (c == std::string::npos || c == 0 || c > 64) continue;
+    std::string k = line.substr(0, c);
+    if (k.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) continue;
+    size_t v0 = line.find_first_not_of(' ', c + 1);
+    std::string v = v0 == std::string::npos ? "" : line.substr(v0, 256);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\r')) v.pop_back();
+    char* end = nullptr;
+    double d = std::strtod(v.c_str(), &end);
+    (*out)[k] = !v.empty() && *end == 0 && std::isfinite(d) ? json(d) : json(v);
+  }
+  return true;
+}
+
+// What follows the last "error: " of a log, to the end of its line; "" when there is none.
+std::string last_error_line(const std::string& log) {
+  size_t e = log.rfind("error: ");
+  if (e == std::string::npos) return "";
+  size_t nl = log.find('\n', e);
+  return log.substr(e + 7, nl == std::string::npos ? std::string::npos : nl - e - 7);
+}
+
+// Runs `frontier train` in its own process group (util/subprocess.h); its stdout and stderr go to dir/train.log.
+// A crash, a non-zero exit, a summary without a valid val_bpb or a hang (3x the budget + 300 s, then the group is
+// killed) is a "crash" result, never an exception in the loop; a stop signal to the loop makes it "interrupted".
 TrialResult run_trial(const ResearchOptions& o, const std::map<std::string, std::string>& set, double budget,
                       uint64_t seed, const std::string& dir) {
   TrialResult res;
-  std::filesystem::create_directories(dir);
-  std::vector<std::string> args = {o.frontier_bin, "train", "--config", o.base, "--budget", std::to_string(budget)};
-  if (!o.data.empty()) args.insert(args.end(), {"--data", o.data});
-  for (const auto& kv : o.extra_sets) args.insert(args.end(), {"--set", kv});
-  for (const auto& [k, v] : set) args.insert(args.end(), {"--set", k + "=" + v});
-  args.insert(args.end(), {"--set", "train.seed=" + std::to_string(seed), "--set", "train.run_dir=" + dir + "/run"});
+  res.status = "crash";
+  Subprocess p;
+  p.argv = {o.frontier_bin, "train", "--config", o.base, "--budget", std::to_string(budget)};
+  if (!o.data.empty()) p.argv.insert(p.argv.end(), {"--data", o.data});
+  for (const auto& kv : o.extra_sets) p.argv.insert(p.argv.end(), {"--set", kv});
+  for (const auto& [k, v] : set) p.argv.insert(p.argv.end(), {"--set", k + "=" + v});
+  p.argv.insert(p.argv.end(),
+                {"--set", "train.seed=" + std::to_string(seed), "--set", "train.run_dir=" + dir + "/run"});
   const std::string log = dir + "/train.log";
-  auto t0 = Clock::now();
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    std::vector<char*> av;
-    for (auto& a : args) av.push_back(a.data());
-    av.push_back(nullptr);
-    execv(av[0], av.data());
-    _exit(127);
+  p.stdout_path = log;
+  p.stderr_to_stdout = true;
+  p.timeout_s = 3 * budget + 300;
+  p.stop = StopSignals::flag();
+  SubprocessResult r;
+  Status s = make_dirs(dir);
+  if (s.ok()) s = run_subprocess(p, &r);
+  res.seconds = r.seconds;
+  if (!s.ok()) {
+    res.error = s.message();
+    return res;
   }
-  int st = 0;
-  const double limit = 3 * budget + 300;
-  while (true) {
-    pid_t w = waitpid(pid, &st, WNOHANG);
-    if (w == pid) break;
-    if (std::chrono::duration<double>(Clock::now() - t0).count() > limit) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &st, 0);
-      res.error = "timed out";
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (r.stopped) {
+    res.status = "interrupted";
+    res.error = "stopped by " + stop_signal_name() + " to the research loop";
+    return res;
   }
-  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   std::string out;
-  read_file(log, &out);
-  if (res.error.empty() && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-    size_t e = out.rfind("error: ");
-    res.error = e != std::string::npos ? out.substr(e + 7, out.find('\n', e) - e - 7)
-                : WIFSIGNALED(st)      ? "killed by signal " + std::to_string(WTERMSIG(st))
-                                       : "exit code " + std::to_string(WEXITSTATUS(st));
+  read_tail(log, kLogTailBytes, &out);
+  if (!r.ok()) {
+    std::string e = last_error_line(out);
+    res.error = r.timed_out || e.empty() ? r.describe(p) : printable(e, 300);
+    return res;
   }
-  size_t p = out.rfind("\n---\n");
-  if (res.error.empty() && p != std::string::npos) {
-    std::istringstream in(out.substr(p + 5));
-    std::string line;
-    while (std::getline(in, line)) {
-      size_t c = line.find(':');
-      if (c == std::string::npos) continue;
-      std::string k = line.substr(0, c), v = line.substr(line.find_first_not_of(' ', c + 1));
-      char* end = nullptr;
-      double d = std::strtod(v.c_str(), &end);
-      res.summary[k] = (end != v.c_str() && *end == 0) ? json(d) : json(v);
-    }
+  if (!parse_summary(out, &res.summary)) {
+    res.error = "no summary at the end of " + log;
+    return res;
   }
-  if (res.error.empty() && res.summary.contains("val_bpb") && res.summary["val_bpb"].is_number()) {
-    res.status = "ok";
-    res.val_bpb = res.summary["val_bpb"].get<double>();
-    res.memory_gb = res.summary.value("peak_mem_mb", 0.0) / 1024.0;
-  } else {
-    res.status = "crash";
-    if (res.error.empty()) res.error = "no summary in " + log;
+  auto v = res.summary.find("val_bpb");
+  if (v == res.summary.end() || !v->is_number() || !(v->get<double>() > 0)) {
+    res.error = "the summary in " + log + " has no valid val_bpb";
+    return res;
   }
+  res.status = "ok";
+  res.val_bpb = v->get<double>();
+  auto m = res.summary.find("peak_mem_mb");
+  res.memory_gb = m != res.summary.end() && m->is_number() ? m->get<double>() / 1024.0 : 0.0;
   return res;
 }
 
 struct Session {
+  explicit Session(const ResearchOptions& opt) : o(opt) {}
   const ResearchOptions& o;
   std::vector<json> ledger;
   double spread = 0, best = INFINITY;
   std::map<std::string, std::string> best_set;
 
   Status save() {
+    auto cell = [](std::string s) {  // a description may hold tabs or newlines; the TSV may not
+      for (auto& c : s)
+        if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+      return s;
+    };
     std::string tsv = "id\tval_bpb\tmemory_gb\tstatus\tdescription\n", jl;
     for (const auto& e : ledger) {
       char buf[128];
       std::snprintf(buf, sizeof(buf), "%03d\t%.6f\t%.2f\t", e["id"].get<int>(), e.value("val_bpb", 0.0),
                     e.value("memory_gb", 0.0));
-      tsv += buf + e["status"].get<std::string>() + "\t" + e["description"].get<std::string>() + "\n";
-      jl += e.dump() + "\n";
+      tsv += buf + e["status"].get<std::string>() + "\t" + cell(e["description"].get<std::string>()) + "\n";
+      jl += dump_json(e) + "\n";
     }
     FRONTIER_RETURN_IF_ERROR(write_file_atomic(o.out_dir + "/results.tsv", tsv));
     FRONTIER_RETURN_IF_ERROR(write_file_atomic(o.out_dir + "/ledger.jsonl", jl));
@@ -192,10 +268,8 @@ struct Session {
     std::vector<double> base;
     best = INFINITY;
     best_set.clear();
-    for (const auto& e : ledger) {
-      const std::string st = e["status"];
-      if (e.value("phase", "") == "baseline" && st != "crash") base.push_back(e["val_bpb"].get<double>());
-    }
+    for (const auto& e : ledger)
+      if (e.value("phase", "") == "baseline" && e["status"] == "keep") base.push_back(e["val_bpb"].get<double>());
     if (!base.empty()) {
       double s = 0;
       for (double b : base) s += b;
@@ -205,48 +279,171 @@ struct Session {
     for (const auto& e : ledger)
       if (e["status"] == "keep" && e.value("phase", "") != "baseline") {
         best = e["val_bpb"].get<double>();
-        best_set = e["set"].get<std::map<std::string, std::string>>();
+        best_set = e.contains("set") ? e["set"].get<std::map<std::string, std::string>>()
+                                     : std::map<std::string, std::string>{};
       }
   }
   double threshold() const { return std::max(spread, o.min_delta); }
 };
 
-// The external proposer: CMD gets {"best", "best_set", "spread", "space", "ledger"} as JSON on stdin and answers
-// {"set": {"key": value, ...}, "description": "..."} on stdout.
-Status external_proposal(const std::string& cmd, const json& state, const std::string& dir,
-                         std::map<std::string, std::string>* set, std::string* desc) {
-  const std::string in = dir + "/proposer_input.json";
-  FRONTIER_RETURN_IF_ERROR(write_file_atomic(in, state.dump(2) + "\n"));
-  FILE* p = popen(("(" + cmd + ") < '" + in + "'").c_str(), "r");
-  if (!p) return Status::error("cannot run proposer: " + cmd);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return Status::error("proposer '" + cmd + "' failed (exit status)");
-  json j = json::parse(out, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("set") || !j["set"].is_object())
-    return Status::error("proposer '" + cmd + "' must print {\"set\": {...}, \"description\": \"...\"}; got: " +
-                         out.substr(0, 200));
+// The external proposer (docs/agents.md): `/bin/sh -c PROPOSER`, the command line exactly as the user typed it;
+// nothing from the session is ever pasted into it. The state goes in as JSON on stdin (also the file
+// $FRONTIER_PROPOSER_INPUT), the session directory as $FRONTIER_SESSION; the answer is one JSON object on stdout,
+// {"set": {"key": value, ...}, "description": "..."}, read with the limits above. Runs in its own process group,
+// killed after o.proposer_timeout seconds. Any failure is an error naming the proposer and the reason.
+Status external_proposal(const ResearchOptions& o, const json& state, std::map<std::string, std::string>* set,
+                         std::string* desc) {
+  const std::string in = o.out_dir + "/proposer_input.json";
+  FRONTIER_RETURN_IF_ERROR(write_file_atomic(in, dump_json(state, 2) + "\n"));
+  Subprocess p;
+  p.argv = {"/bin/sh", "-c", o.proposer};
+  p.env = {"FRONTIER_SESSION=" + o.out_dir, "FRONTIER_PROPOSER_INPUT=" + in};
+  p.stdin_path = in;
+  p.max_output = kProposerOutputBytes;
+  p.timeout_s = o.proposer_timeout;
+  p.stop = StopSignals::flag();
+  SubprocessResult r;
+  const std::string who = "proposer '" + printable(o.proposer, 80) + "'";
+  FRONTIER_RETURN_IF_ERROR(run_subprocess(p, &r));
+  if (!r.ok()) return Status::error(who + " " + r.describe(p));
+  const std::string want = " must print one JSON object {\"set\": {\"key\": value, ...}, \"description\": \"...\"}";
+  json j = json::parse(r.out, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Status::error(who + want + "; got: " + printable(r.out));
+  auto s = j.find("set");
+  if (s == j.end() || !s->is_object()) return Status::error(who + want + "; \"set\" is missing or not an object");
+  if (s->size() > kProposalKeys)
+    return Status::error(who + " proposed " + std::to_string(s->size()) + " keys; at most " +
+                         std::to_string(kProposalKeys));
   set->clear();
-  for (auto& [k, v] : j["set"].items()) (*set)[k] = v.is_string() ? v.get<std::string>() : v.dump();
-  *desc = j.value("description", describe(*set));
+  for (auto& [k, v] : s->items()) {
+    if (!v.is_string() && !v.is_number() && !v.is_boolean())
+      return Status::error(who + ": the value of \"" + printable(k, 80) + "\" must be a string, number or boolean");
+    (*set)[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  auto d = j.find("description");
+  if (d != j.end() && !d->is_string()) return Status::error(who + ": \"description\" must be a string");
+  *desc = d != j.end() ? d->get<std::string>().substr(0, 500) : describe(*set);
+  return ok_status();
+}
+
+// A git branch name from a session directory's name: [A-Za-z0-9_-] kept, anything else '_'.
+std::string branch_name(std::string out_dir) {
+  while (out_dir.size() > 1 && out_dir.back() == '/') out_dir.pop_back();
+  std::string name = std::filesystem::path(out_dir).filename().string(), b;
+  for (char c : name) b += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '_';
+  return "frontier/research-" + (b.empty() ? std::string("session") : b);
+}
+
+// git -C repo ARGS (an argument vector: no shell), as "frontier <frontier@localhost>", output captured, 120 s at
+// most. *what: "git ARGS[0] (exit code N): <its last output line>", for an error message.
+Status git(const std::string& repo, const std::vector<std::string>& args, SubprocessResult* r, std::string* what) {
+  Subprocess p;
+  p.argv = {"git", "-C", repo};
+  p.argv.insert(p.argv.end(), args.begin(), args.end());
+  p.env = {"GIT_AUTHOR_NAME=frontier", "GIT_AUTHOR_EMAIL=frontier@localhost", "GIT_COMMITTER_NAME=frontier",
+           "GIT_COMMITTER_EMAIL=frontier@localhost"};
+  p.stderr_to_stdout = true;
+  p.max_output = 64 << 10;
+  p.timeout_s = 120;
+  FRONTIER_RETURN_IF_ERROR(run_subprocess(p, r));
+  std::string out = r->out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  size_t nl = out.rfind('\n');
+  *what = "git " + args[0] + " (" + r->describe(p) + ")" +
+          (out.empty() ? "" : ": " + printable(nl == std::string::npos ? out : out.substr(nl + 1)));
   return ok_status();
 }
 
 Status git_commit(const std::string& repo, const std::string& branch, const std::string& toml,
                   const std::string& msg) {
+  SubprocessResult r;
+  std::string what;
+  const std::string where = "git mode: in " + repo + ": ";
+  FRONTIER_RETURN_IF_ERROR(git(repo, {"checkout", "-q", branch}, &r, &what));
+  if (!r.ok()) {
+    FRONTIER_RETURN_IF_ERROR(git(repo, {"checkout", "-q", "-b", branch}, &r, &what));
+    if (!r.ok()) return Status::error(where + what);
+  }
   FRONTIER_RETURN_IF_ERROR(write_file_atomic(repo + "/frontier_best.toml", toml));
-  std::string q = "'" + repo + "'";
-  std::string m = msg;
-  for (auto& c : m)
-    if (c == '\'') c = '"';
-  std::string cmd = "cd " + q + " && (git checkout -q " + branch + " 2>/dev/null || git checkout -q -b " + branch +
-                    ") && git add frontier_best.toml && git -c user.name=frontier -c user.email=frontier@localhost "
-                    "commit -q -m '" + m + "' >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) return Status::error("git mode: committing to " + repo + " failed");
+  FRONTIER_RETURN_IF_ERROR(git(repo, {"add", "frontier_best.toml"}, &r, &what));
+  if (!r.ok()) return Status::error(where + what);
+  FRONTIER_RETURN_IF_ERROR(git(repo, {"commit", "-q", "-m", msg}, &r, &what));
+  if (!r.ok()) return Status::error(where + what);
   return ok_status();
+}
+
+// Numeric options: finite and in range, each error naming its option (the CLI checks too; the library is also
+// called directly).
+Status check_options(const ResearchOptions& o) {
+  auto bad = [](const char* opt, const char* want, double v) {
+    return Status::error(std::string(opt) + " must be " + want + " (got " + fmt_number(v) + ")");
+  };
+  if (!std::isfinite(o.budget) || o.budget <= 0) return bad("--budget", "a finite number of seconds > 0", o.budget);
+  if (!std::isfinite(o.hours) || o.hours < 0) return bad("--hours", "a finite number >= 0 (0 = no limit)", o.hours);
+  if (o.max_trials < 0) return bad("--trials", "an integer >= 0 (0 = no limit)", o.max_trials);
+  if (o.repeats < 0) return bad("--repeats", "an integer >= 0", o.repeats);
+  if (!std::isfinite(o.min_delta) || o.min_delta < 0) return bad("--min-delta", "a finite number >= 0", o.min_delta);
+  if (!std::isfinite(o.proposer_timeout) || o.proposer_timeout <= 0)
+    return bad("--proposer-timeout", "a finite number of seconds > 0", o.proposer_timeout);
+  if (o.out_dir.empty()) return Status::error("--out is required: the session directory");
+  if (o.proposer.empty()) return Status::error("--proposer must be random, mutate, halving or a command");
+  return ok_status();
+}
+
+// Why e cannot be ledger entry number `index`, or "" when it can (the contract in research.h).
+std::string check_entry(const json& e, size_t index) {
+  if (!e.is_object()) return "not a JSON object";
+  auto id = e.find("id");
+  if (id == e.end() || !id->is_number_integer() || id->get<int64_t>() != static_cast<int64_t>(index))
+    return "\"id\" must be " + std::to_string(index) + " (trials are numbered in order from 0)";
+  auto st = e.find("status");
+  static const char* kStatuses[] = {"keep", "discard", "crash", "rejected", "screen", "interrupted", "running"};
+  if (st == e.end() || !st->is_string() ||
+      std::find(std::begin(kStatuses), std::end(kStatuses), st->get<std::string>()) == std::end(kStatuses))
+    return "\"status\" must be one of keep, discard, crash, rejected, screen, interrupted, running";
+  auto d = e.find("description");
+  if (d == e.end() || !d->is_string()) return "\"description\" must be a string";
+  for (const char* k : {"phase", "error", "dir"}) {
+    auto v = e.find(k);
+    if (v != e.end() && !v->is_string()) return std::string("\"") + k + "\" must be a string";
+  }
+  for (const char* k : {"val_bpb", "memory_gb", "seconds", "budget", "improvement"}) {
+    auto v = e.find(k);
+    if (v != e.end() && (!v->is_number() || !std::isfinite(v->get<double>())))
+      return std::string("\"") + k + "\" must be a finite number";
+  }
+  const std::string s = st->get<std::string>();
+  if ((s == "keep" || s == "discard" || s == "screen") && !e.contains("val_bpb"))
+    return "a \"" + s + "\" entry needs \"val_bpb\"";
+  auto set = e.find("set");
+  if (set != e.end()) {
+    if (!set->is_object()) return "\"set\" must be an object";
+    for (const auto& v : *set)
+      if (!v.is_string()) return "every value in \"set\" must be a string";
+  }
+  auto sum = e.find("summary");
+  if (sum != e.end() && !sum->is_object()) return "\"summary\" must be an object";
+  return "";
+}
+
+// The deepest nesting of [ and { in a JSON text, outside strings (a cheap guard before parsing).
+int json_depth(std::string_view s) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < s.size(); i++) {
+    char c = s[i];
+    if (in_string) {
+      if (c == '\\') i++;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if (c == ']' || c == '}') {
+      depth--;
+    }
+  }
+  return max_depth;
 }
 
 }  // namespace
@@ -283,8 +480,13 @@ Status load_space(const std::string& path, std::vector<SpaceDim>* out) {
       if (d.choices.empty()) return Status::error(where + ": empty choices");
     } else if ((*tbl)["min"] && (*tbl)["max"]) {
       d.is_range = true;
-      d.lo = (*tbl)["min"].value<double>().value_or(0);
-      d.hi = (*tbl)["max"].value<double>().value_or(0);
+      auto lo = (*tbl)["min"].value<double>(), hi = (*tbl)["max"].value<double>();
+      if (!lo || !hi) return Status::error(where + ": min and max must be numbers");
+      d.lo = *lo;
+      d.hi = *hi;
+      if (!std::isfinite(d.lo) || !std::isfinite(d.hi))
+        return Status::error(where + ": min and max must be finite numbers (got min = " + fmt_number(d.lo) +
+                             ", max = " + fmt_number(d.hi) + ")");
       d.log = (*tbl)["log"].value_or(false);
       d.is_int = (*tbl)["min"].is_integer() && (*tbl)["max"].is_integer();
       if (!(d.lo < d.hi) || (d.log && d.lo <= 0)) return Status::error(where + ": need min < max (and min > 0 with log)");
@@ -294,8 +496,11 @@ Status load_space(const std::string& path, std::vector<SpaceDim>* out) {
     // Every value must be accepted by the schema.
     Config c = schema.defaults();
     for (const auto& v : d.choices) FRONTIER_RETURN_IF_ERROR(schema.apply_set(k + "=" + v, &c));
-    if (d.is_range) {
-      FRONTIER_RETURN_IF_ERROR(schema.apply_set(k + "=" + (d.is_int ? std::to_string(int64_t(d.lo)) : std::to_string(d.lo)), &c));
+    for (double v : d.is_range ? std::vector<double>{d.lo, d.hi} : std::vector<double>{}) {  // both ends
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), d.is_int ? "%.0f" : "%.17g", v);
+      Status s = schema.apply_set(k + "=" + buf, &c);
+      if (!s.ok()) return Status::error(where + ": " + s.message());
     }
     out->push_back(d);
   }
@@ -303,9 +508,43 @@ Status load_space(const std::string& path, std::vector<SpaceDim>* out) {
   return ok_status();
 }
 
+Status read_ledger(const std::string& path, std::vector<json>* out) {
+  out->clear();
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kLedgerMaxBytes)
+    return Status::error(path + ": " + std::to_string(size >> 20) + " MiB; a ledger is at most " +
+                         std::to_string(kLedgerMaxBytes >> 20) + " MiB");
+  std::string text;
+  FRONTIER_RETURN_IF_ERROR(read_file(path, &text));
+  size_t a = 0, line_no = 0;
+  while (a < text.size()) {
+    size_t b = text.find('\n', a);
+    if (b == std::string::npos) b = text.size();
+    const std::string_view line(text.data() + a, b - a);
+    a = b + 1;
+    line_no++;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    const std::string where = path + ":" + std::to_string(line_no) + ": ";
+    if (json_depth(line) > kJsonMaxDepth)
+      return Status::error(where + "nested deeper than " + std::to_string(kJsonMaxDepth) + " levels");
+    json e = json::parse(line.begin(), line.end(), nullptr, false);
+    if (e.is_discarded()) return Status::error(where + "not valid JSON");
+    std::string why = check_entry(e, out->size());
+    if (!why.empty()) return Status::error(where + why);
+    out->push_back(std::move(e));
+  }
+  return ok_status();
+}
+
 Status run_research(const ResearchOptions& opt) {
   ResearchOptions o = opt;
-  if (o.frontier_bin.empty()) o.frontier_bin = std::filesystem::read_symlink("/proc/self/exe").string();
+  FRONTIER_RETURN_IF_ERROR(check_options(o));
+  if (o.frontier_bin.empty()) {
+    std::error_code ec;
+    o.frontier_bin = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    if (ec) return Status::error("cannot find the frontier executable (/proc/self/exe): " + ec.message());
+  }
   if (!file_exists(o.base)) return Status::error("--base " + o.base + " does not exist");
   ConfigSchema schema = train_schema();
   Config base = schema.defaults();
@@ -319,36 +558,49 @@ Status run_research(const ResearchOptions& opt) {
   }
   std::vector<SpaceDim> space;
   FRONTIER_RETURN_IF_ERROR(load_space(o.space, &space));
-  if (!(o.budget > 0)) return Status::error("--budget must be > 0");
-  FRONTIER_RETURN_IF_ERROR(make_dirs(o.out_dir + "/trials"));
+  FRONTIER_RETURN_IF_ERROR(make_dirs(o.out_dir + "/trials", "--out"));
+  DirLock lock;  // one loop per session, for its whole lifetime
+  FRONTIER_RETURN_IF_ERROR(lock.acquire(o.out_dir, "--out"));
+  StopSignals stop_signals;  // a second signal quits at once; the trial dies with the loop (PDEATHSIG)
 
-  Session S{o};
-  std::string prior;
-  if (read_file(o.out_dir + "/ledger.jsonl", &prior).ok()) {
-    std::istringstream in(prior);
-    std::string line;
-    while (std::getline(in, line)) {
-      json e = json::parse(line, nullptr, false);
-      if (e.is_discarded()) return Status::error(o.out_dir + "/ledger.jsonl: corrupt line; move the file away to start over");
-      S.ledger.push_back(e);
-    }
+  Session S(o);
+  const std::string ledger_path = o.out_dir + "/ledger.jsonl";
+  if (file_exists(ledger_path)) {
+    Status s = read_ledger(ledger_path, &S.ledger);
+    if (!s.ok()) return Status::error(s.message() + "; repair that line, or move the ledger away to start over");
+    bool changed = false;
+    for (auto& e : S.ledger)
+      if (e["status"] == "running") {  // the loop that ran it was killed (its trial died with it)
+        e["status"] = "interrupted";
+        e["error"] = "the research loop stopped during this trial; recorded on resume";
+        changed = true;
+        std::printf("research: trial %03d was unfinished (its loop was stopped); recorded as interrupted\n",
+                    e["id"].get<int>());
+      }
+    if (changed) FRONTIER_RETURN_IF_ERROR(S.save());
     if (!S.ledger.empty())
       std::printf("research: resuming %s after trial %d\n", o.out_dir.c_str(), S.ledger.back()["id"].get<int>());
   }
   S.recompute();
   Rng rng{o.seed * 7919 + S.ledger.size()};
-  const std::string branch = "frontier/research-" + std::filesystem::path(o.out_dir).filename().string();
+  const std::string branch = branch_name(o.out_dir);
   auto t_start = Clock::now();
   auto out_of_time = [&] {
     return o.hours > 0 && std::chrono::duration<double>(Clock::now() - t_start).count() > o.hours * 3600;
   };
-  auto done = [&] { return (o.max_trials > 0 && static_cast<int>(S.ledger.size()) >= o.max_trials) || out_of_time(); };
+  auto done = [&] {
+    return StopSignals::received() != 0 || (o.max_trials > 0 && static_cast<int>(S.ledger.size()) >= o.max_trials) ||
+           out_of_time();
+  };
   std::printf("research: base %s, space %s (%zu keys), proposer %s, budget %.0fs per trial\n", o.base.c_str(),
               o.space.c_str(), space.size(), o.proposer.c_str(), o.budget);
+  std::fflush(stdout);
 
-  auto record = [&](json e) -> Status {
-    e["id"] = static_cast<int>(S.ledger.size());
-    S.ledger.push_back(e);
+  // A finished entry: appended (a rejected proposal) or replacing the trial's "running" entry.
+  auto record = [&](json e, bool replaces_running) -> Status {
+    e["id"] = static_cast<int>(replaces_running ? S.ledger.size() - 1 : S.ledger.size());
+    if (replaces_running) S.ledger.back() = e;
+    else S.ledger.push_back(e);
     S.recompute();
     FRONTIER_RETURN_IF_ERROR(S.save());
     std::printf("trial %03d  %-7s  val_bpb %.6f  best %.6f  %s\n", e["id"].get<int>(),
@@ -357,36 +609,54 @@ Status run_research(const ResearchOptions& opt) {
     std::fflush(stdout);
     return ok_status();
   };
-  auto trial_json = [&](const std::map<std::string, std::string>& set, const std::string& desc, double budget,
-                        uint64_t seed, const std::string& phase, TrialResult* r) {
-    const std::string dir = o.out_dir + "/trials/" + [&] {
-      char b[16];
-      std::snprintf(b, sizeof(b), "%03zu", S.ledger.size());
-      return std::string(b);
-    }();
-    std::filesystem::remove_all(dir);  // debris of an interrupted trial
+  int interrupted_id = -1;  // the trial a stop signal cut short
+  // Runs one trial: its "running" entry is saved first, so a killed loop leaves a trace the next one records.
+  auto run_one = [&](const std::map<std::string, std::string>& set, const std::string& desc, double budget,
+                     uint64_t seed, const std::string& phase, TrialResult* r, json* e) -> Status {
+    char id[16];
+    std::snprintf(id, sizeof(id), "%03zu", S.ledger.size());
+    const std::string dir = o.out_dir + "/trials/" + id;
+    *e = json{{"id", static_cast<int>(S.ledger.size())}, {"set", set}, {"description", desc}, {"budget", budget},
+              {"seed", seed}, {"phase", phase}, {"status", "running"}, {"val_bpb", 0.0}, {"memory_gb", 0.0},
+              {"dir", dir}, {"loop_pid", static_cast<int64_t>(getpid())}};
+    S.ledger.push_back(*e);
+    FRONTIER_RETURN_IF_ERROR(S.save());
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);  // a directory no ledger entry owns (ids are never reused)
     *r = run_trial(o, set, budget, seed, dir);
-    return json{{"set", set},        {"description", desc}, {"budget", budget},     {"seed", seed},
-                {"phase", phase},    {"val_bpb", r->val_bpb}, {"memory_gb", r->memory_gb},
-                {"seconds", r->seconds}, {"summary", r->summary}, {"error", r->error}, {"dir", dir}};
+    if (r->status == "interrupted") interrupted_id = (*e)["id"].get<int>();
+    e->erase("loop_pid");
+    (*e)["val_bpb"] = r->val_bpb;
+    (*e)["memory_gb"] = r->memory_gb;
+    (*e)["seconds"] = r->seconds;
+    (*e)["summary"] = r->summary;
+    (*e)["error"] = r->error;
+    return ok_status();
   };
+  const Status stopped = Status::error("stopped");  // replaced by the message below once the loop unwinds
 
   // 1. Baseline repeats: the noise floor.
-  int have_base = 0;
-  for (const auto& e : S.ledger) have_base += e.value("phase", "") == "baseline";
-  while (have_base < o.repeats && !done()) {
-    TrialResult r;
-    json e = trial_json({}, "base config (seed " + std::to_string(o.seed + have_base) + ")", o.budget,
-                        o.seed + have_base, "baseline", &r);
-    e["status"] = r.status == "ok" ? "keep" : "crash";
-    FRONTIER_RETURN_IF_ERROR(record(e));
-    if (r.status != "ok") return Status::error("the base config crashed (" + r.error + "); see " + e["dir"].get<std::string>() + "/train.log");
-    have_base++;
-    S.recompute();
-  }
-  if (have_base > 0)
-    std::printf("research: baseline val_bpb %.6f over %d runs, seed spread %.6f; keep rule: val_bpb < best - "
-                "%.6f\n", S.best, have_base, S.spread, S.threshold());
+  auto baseline = [&]() -> Status {
+    int have_base = 0;
+    for (const auto& e : S.ledger) have_base += e.value("phase", "") == "baseline" && e["status"] == "keep";
+    while (have_base < o.repeats && !done()) {
+      TrialResult r;
+      json e;
+      FRONTIER_RETURN_IF_ERROR(run_one({}, "base config (seed " + std::to_string(o.seed + have_base) + ")", o.budget,
+                                       o.seed + have_base, "baseline", &r, &e));
+      e["status"] = r.status == "ok" ? "keep" : r.status;
+      FRONTIER_RETURN_IF_ERROR(record(e, true));
+      if (r.status == "interrupted") return stopped;
+      if (r.status != "ok")
+        return Status::error("the base config crashed (" + r.error + "); see " + e["dir"].get<std::string>() +
+                             "/train.log");
+      have_base++;
+    }
+    if (have_base > 0)
+      std::printf("research: baseline val_bpb %.6f over %d runs, seed spread %.6f; keep rule: val_bpb < best - "
+                  "%.6f\n", S.best, have_base, S.spread, S.threshold());
+    return ok_status();
+  };
 
   // 2. Proposals.
   auto evaluate = [&](const std::map<std::string, std::string>& set, const std::string& desc,
@@ -397,29 +667,23 @@ Status run_research(const ResearchOptions& opt) {
       if (!s.ok()) {
         json e = {{"set", set}, {"description", desc}, {"phase", phase}, {"status", "rejected"}, {"error", s.message()},
                   {"val_bpb", 0.0}, {"memory_gb", 0.0}};
-        return record(e);
+        return record(e, false);
       }
     }
     TrialResult r;
-    json e = trial_json(set, desc, budget, o.seed, phase, &r);
-    if (r.status != "ok") {
-      e["status"] = "crash";
-    } else if (phase == "screen") {
-      e["status"] = "screen";
-    } else if (r.val_bpb < S.best - S.threshold()) {
-      e["status"] = "keep";
-      e["improvement"] = S.best - r.val_bpb;
-      if (!o.git_repo.empty()) {
-        Config c = base;
-        for (const auto& [k, v] : set) schema.apply_set(k + "=" + v, &c);
-        FRONTIER_RETURN_IF_ERROR(git_commit(o.git_repo, branch, c.to_toml(),
-                                            "frontier research: val_bpb " + std::to_string(r.val_bpb) + ": " + desc));
-      }
-    } else {
-      e["status"] = "discard";
+    json e;
+    FRONTIER_RETURN_IF_ERROR(run_one(set, desc, budget, o.seed, phase, &r, &e));
+    const bool keep = r.status == "ok" && phase != "screen" && r.val_bpb < S.best - S.threshold();
+    e["status"] = r.status != "ok" ? r.status : phase == "screen" ? "screen" : keep ? "keep" : "discard";
+    if (keep && std::isfinite(S.best)) e["improvement"] = S.best - r.val_bpb;  // none for a first, unmeasured best
+    FRONTIER_RETURN_IF_ERROR(record(e, true));
+    if (r.status == "interrupted") return stopped;
+    if (keep && !o.git_repo.empty()) {
+      Config c = base;
+      for (const auto& [k, v] : set) schema.apply_set(k + "=" + v, &c);
+      FRONTIER_RETURN_IF_ERROR(git_commit(o.git_repo, branch, c.to_toml(),
+                                          "frontier research: val_bpb " + std::to_string(r.val_bpb) + ": " + desc));
     }
-    FRONTIER_RETURN_IF_ERROR(record(e));
-    S.recompute();
     return ok_status();
   };
   auto with_best = [&](std::map<std::string, std::string> set) {
@@ -427,70 +691,105 @@ Status run_research(const ResearchOptions& opt) {
       if (!set.count(k)) set[k] = v;
     return set;
   };
-  while (!done()) {
-    std::map<std::string, std::string> set;
-    std::string desc;
-    if (o.proposer == "random") {
-      for (const auto& d : space) set[d.key] = sample_dim(d, rng);
-      FRONTIER_RETURN_IF_ERROR(evaluate(set, describe(set), "trial", o.budget));
-    } else if (o.proposer == "mutate") {
-      const SpaceDim& d = space[rng.pick(space.size())];
-      set = S.best_set;
-      std::string cur = set.count(d.key) ? set[d.key] : [&] {
-        const auto& v = base.values().at(d.key);
-        return std::visit([](const auto& x) {
-          std::ostringstream s;
-          s.precision(9);
-          s << std::boolalpha << x;
-          return s.str();
-        }, v);
-      }();
-      set[d.key] = mutate_dim(d, cur, rng);
-      FRONTIER_RETURN_IF_ERROR(evaluate(set, d.key + ": " + cur + " -> " + set[d.key], "trial", o.budget));
-    } else if (o.proposer == "halving") {
-      // Successive halving: 4 random neighbours of the best at a third of the budget, the best 2 of them at a
-      // full budget against the keep rule.
-      std::vector<std::pair<double, std::map<std::string, std::string>>> rung;
-      for (int i = 0; i < 4 && !done(); i++) {
-        auto s = S.best_set;
+  int proposer_failures = 0;  // in a row
+  auto proposals = [&]() -> Status {
+    while (!done()) {
+      std::map<std::string, std::string> set;
+      std::string desc;
+      if (o.proposer == "random") {
+        for (const auto& d : space) set[d.key] = sample_dim(d, rng);
+        FRONTIER_RETURN_IF_ERROR(evaluate(set, describe(set), "trial", o.budget));
+      } else if (o.proposer == "mutate") {
         const SpaceDim& d = space[rng.pick(space.size())];
-        s[d.key] = sample_dim(d, rng);
-        FRONTIER_RETURN_IF_ERROR(evaluate(s, "screen: " + describe(s), "screen", o.budget / 3));
-        const auto& e = S.ledger.back();
-        if (e["status"] == "screen") rung.push_back({e["val_bpb"].get<double>(), s});
+        set = S.best_set;
+        std::string cur = set.count(d.key) ? set[d.key] : [&] {
+          const auto& v = base.values().at(d.key);
+          return std::visit([](const auto& x) {
+            std::ostringstream s;
+            s.precision(9);
+            s << std::boolalpha << x;
+            return s.str();
+          }, v);
+        }();
+        set[d.key] = mutate_dim(d, cur, rng);
+        FRONTIER_RETURN_IF_ERROR(evaluate(set, d.key + ": " + cur + " -> " + set[d.key], "trial", o.budget));
+      } else if (o.proposer == "halving") {
+        // Successive halving: 4 random neighbours of the best at a third of the budget, the best 2 of them at a
+        // full budget against the keep rule.
+        std::vector<std::pair<double, std::map<std::string, std::string>>> rung;
+        for (int i = 0; i < 4 && !done(); i++) {
+          auto s = S.best_set;
+          const SpaceDim& d = space[rng.pick(space.size())];
+          s[d.key] = sample_dim(d, rng);
+          FRONTIER_RETURN_IF_ERROR(evaluate(s, "screen: " + describe(s), "screen", o.budget / 3));
+          const auto& e = S.ledger.back();
+          if (e["status"] == "screen") rung.push_back({e["val_bpb"].get<double>(), s});
+        }
+        std::sort(rung.begin(), rung.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (size_t i = 0; i < std::min<size_t>(2, rung.size()) && !done(); i++)
+          FRONTIER_RETURN_IF_ERROR(
+              evaluate(rung[i].second, "promoted: " + describe(rung[i].second), "trial", o.budget));
+      } else {
+        json st = {{"best_val_bpb", S.best}, {"best_set", S.best_set}, {"spread", S.spread},
+                   {"keep_threshold", S.threshold()}, {"base", base.to_toml()}, {"space", json::array()},
+                   {"ledger", S.ledger}};
+        for (const auto& d : space)
+          st["space"].push_back({{"key", d.key}, {"choices", d.choices}, {"min", d.lo}, {"max", d.hi},
+                                 {"log", d.log}, {"range", d.is_range}});
+        Status s = external_proposal(o, st, &set, &desc);
+        if (StopSignals::received()) return stopped;
+        if (!s.ok()) {  // recorded, and the loop asks again; a proposer that keeps failing stops the session
+          json e = {{"set", json::object()}, {"description", "failed proposal"}, {"phase", "proposal"},
+                    {"status", "rejected"}, {"error", s.message()}, {"val_bpb", 0.0}, {"memory_gb", 0.0}};
+          FRONTIER_RETURN_IF_ERROR(record(e, false));
+          if (++proposer_failures >= kProposerFailuresInARow)
+            return Status::error(s.message() + " (" + std::to_string(proposer_failures) + " failed proposals in a "
+                                 "row; fix the proposer and run the same command to resume)");
+          continue;
+        }
+        proposer_failures = 0;
+        FRONTIER_RETURN_IF_ERROR(evaluate(with_best(set), desc, "trial", o.budget));
       }
-      std::sort(rung.begin(), rung.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (size_t i = 0; i < std::min<size_t>(2, rung.size()) && !done(); i++)
-        FRONTIER_RETURN_IF_ERROR(evaluate(rung[i].second, "promoted: " + describe(rung[i].second), "trial", o.budget));
-    } else {
-      json st = {{"best_val_bpb", S.best}, {"best_set", S.best_set}, {"spread", S.spread},
-                 {"keep_threshold", S.threshold()}, {"base", base.to_toml()}, {"space", json::array()},
-                 {"ledger", S.ledger}};
-      for (const auto& d : space)
-        st["space"].push_back({{"key", d.key}, {"choices", d.choices}, {"min", d.lo}, {"max", d.hi}, {"log", d.log},
-                               {"range", d.is_range}});
-      Status s = external_proposal(o.proposer, st, o.out_dir, &set, &desc);
-      if (!s.ok()) return s;
-      FRONTIER_RETURN_IF_ERROR(evaluate(with_best(set), desc, "trial", o.budget));
     }
-  }
+    return ok_status();
+  };
 
-  // 3. Summary: what helped most.
-  std::vector<const json*> kept;
-  for (const auto& e : S.ledger)
-    if (e["status"] == "keep" && e.contains("improvement")) kept.push_back(&e);
-  std::sort(kept.begin(), kept.end(), [](const json* a, const json* b) {
-    return (*a)["improvement"].get<double>() > (*b)["improvement"].get<double>();
-  });
-  int crashes = 0, n_base = 0;
-  for (const auto& e : S.ledger) crashes += e["status"] == "crash", n_base += e.value("phase", "") == "baseline";
-  std::printf("---\nresearch: %zu trials (%d baseline, %zu kept, %d crashed); best val_bpb %.6f (noise floor %.6f)\n",
-              S.ledger.size(), n_base, kept.size(), crashes, S.best, S.threshold());
-  std::printf("best config: %s\n", describe(S.best_set).c_str());
-  for (const json* e : kept)
-    std::printf("  helped: -%.6f  %s\n", (*e)["improvement"].get<double>(), (*e)["description"].get<std::string>().c_str());
-  std::printf("ledger: %s/results.tsv, %s/ledger.jsonl; chart: %s/progress.svg\n", o.out_dir.c_str(),
-              o.out_dir.c_str(), o.out_dir.c_str());
+  // 3. Summary: what helped most (also after a stop signal).
+  auto summary = [&] {
+    std::vector<const json*> kept;
+    for (const auto& e : S.ledger)
+      if (e["status"] == "keep" && e.contains("improvement")) kept.push_back(&e);
+    std::sort(kept.begin(), kept.end(), [](const json* a, const json* b) {
+      return (*a)["improvement"].get<double>() > (*b)["improvement"].get<double>();
+    });
+    int crashes = 0, n_base = 0, interrupted = 0;
+    for (const auto& e : S.ledger) {
+      crashes += e["status"] == "crash";
+      interrupted += e["status"] == "interrupted";
+      n_base += e.value("phase", "") == "baseline";
+    }
+    std::printf("---\nresearch: %zu trials (%d baseline, %zu kept, %d crashed, %d interrupted); best val_bpb %.6f "
+                "(noise floor %.6f)\n", S.ledger.size(), n_base, kept.size(), crashes, interrupted, S.best,
+                S.threshold());
+    std::printf("best config: %s\n", describe(S.best_set).c_str());
+    for (const json* e : kept)
+      std::printf("  helped: -%.6f  %s\n", (*e)["improvement"].get<double>(),
+                  (*e)["description"].get<std::string>().c_str());
+    std::printf("ledger: %s/results.tsv, %s/ledger.jsonl; chart: %s/progress.svg\n", o.out_dir.c_str(),
+                o.out_dir.c_str(), o.out_dir.c_str());
+    std::fflush(stdout);
+  };
+
+  Status s = baseline();
+  if (s.ok()) s = proposals();
+  if (StopSignals::received()) {
+    summary();
+    std::string msg = "stopped by " + stop_signal_name();
+    if (interrupted_id >= 0) msg += "; trial " + std::to_string(interrupted_id) + " recorded as interrupted";
+    return Status::error(msg + "; run the same command to resume the session");
+  }
+  if (!s.ok()) return s;
+  summary();
   return ok_status();
 }
 

@@ -9,7 +9,15 @@
 // Session directory: results.tsv (autoresearch's columns: id, val_bpb, memory_gb, status, description),
 // ledger.jsonl (every trial: its overrides, summary, timings), progress.svg (val_bpb per trial, running best,
 // kept trials marked), trials/NNN/ (each trial's run directory and log). Both ledgers are rewritten atomically
-// after every trial; an interrupted session resumes at the next trial.
+// before a trial starts (its entry has status "running") and after it ends.
+//
+// Ownership and interruption: the loop holds DIR/.lock (util/file_lock.h) for its lifetime, so a second loop on
+// the same session is refused with the holder's pid. Each trial and the external proposer run in their own process
+// group and die with the loop, even by SIGKILL (util/subprocess.h; under SIGKILL only the direct child is covered,
+// which for a trial is all of it). SIGINT or SIGTERM stops the current trial (SIGTERM to its group, SIGKILL 5 s
+// later), records it as "interrupted", prints the summary and returns an error. A loop that was killed leaves its
+// last entry "running"; the next loop on the session records it as "interrupted" and goes on with the next id (a
+// trial directory is never reused).
 //
 // Noise-aware keep rule: the base config runs `repeats` times first (different seeds); spread = max - min of
 // those val_bpb. A trial is kept only if val_bpb < best - max(spread, min_delta).
@@ -19,6 +27,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -44,6 +53,7 @@ bool is_frozen_key(const std::string& key);
 struct ResearchOptions {
   std::string base, space, out_dir;
   std::string proposer = "mutate";  // random | mutate | halving | an external command (see docs/agents.md)
+  double proposer_timeout = 300;    // seconds an external proposer may take; then its process group is killed
   double budget = 60;               // seconds per full trial
   double hours = 0;                 // stop after this wall time (0 = no limit)
   int max_trials = 8;               // stop after this many trials in the ledger (0 = no limit)
@@ -56,6 +66,16 @@ struct ResearchOptions {
   std::string frontier_bin;         // the frontier executable to run trials with (default /proc/self/exe)
 };
 
+// Every numeric option is checked first (finite, in range: an error names the option).
 Status run_research(const ResearchOptions& o);
+
+// Reads a session's ledger.jsonl as untrusted data: any bytes give either the entries or an error naming the file
+// and the first bad line ("<path>:<line>: <why>"); nothing is skipped, since a dropped line would renumber the
+// trials. Blank lines are ignored. Each entry is a JSON object (nested at most 32 deep) with "id" equal to its
+// position (0, 1, ...), "status" one of keep|discard|crash|rejected|screen|interrupted|running, a string
+// "description", and where present: strings "phase", "error", "dir"; finite numbers "val_bpb" (required for
+// keep|discard|screen), "memory_gb", "seconds", "budget", "improvement"; "set" an object of strings; "summary"
+// an object. Files over 256 MiB are refused. Whatever it returns, the loop can use without further checks.
+Status read_ledger(const std::string& path, std::vector<nlohmann::json>* out);
 
 }  // namespace frontier

@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <atomic>
 
 namespace frontier {
@@ -43,6 +44,14 @@ Status RegexSplitter::compile(const std::string& pattern) {
     return Status::error("invalid split pattern at offset " + std::to_string(off) + ": " +
                          reinterpret_cast<char*>(msg));
   }
+  // A pattern that can match the empty string would give empty pieces (no bytes to encode); most such patterns are
+  // a mistake ("\p{N}{0,2}"), so say so here. The few PCRE2 cannot bound (lookarounds, \K) are handled in next().
+  uint32_t min_length = 0;
+  pcre2_pattern_info(code, PCRE2_INFO_MINLENGTH, &min_length);
+  if (min_length == 0) {
+    pcre2_code_free(code);
+    return Status::error("the split pattern can match the empty string (each alternative must consume a character)");
+  }
   if (pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) != 0) {
     pcre2_code_free(code);
     return Status::error("PCRE2 JIT is unavailable for the split pattern (rebuild libpcre2 with JIT)");
@@ -66,19 +75,27 @@ bool RegexSplitter::next(std::string_view text, size_t* pos, size_t* start, size
     pcre2_jit_stack_assign(tm.ctx, nullptr, tm.stack);
     tm.owner = id_;
   }
-  if (*pos >= text.size()) return false;
-  int rc = pcre2_jit_match(static_cast<pcre2_code*>(code_), reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
-                           *pos, PCRE2_NO_UTF_CHECK, tm.md, tm.ctx);
-  if (rc < 0) {
-    FRONTIER_CHECK(rc == PCRE2_ERROR_NOMATCH);
-    return false;
+  while (*pos < text.size()) {
+    int rc = pcre2_jit_match(static_cast<pcre2_code*>(code_), reinterpret_cast<PCRE2_SPTR>(text.data()),
+                             text.size(), *pos, PCRE2_NO_UTF_CHECK, tm.md, tm.ctx);
+    if (rc < 0) {
+      FRONTIER_CHECK(rc == PCRE2_ERROR_NOMATCH);
+      return false;
+    }
+    PCRE2_SIZE* ov = pcre2_get_ovector_pointer(tm.md);
+    if (ov[1] > ov[0]) {
+      *start = ov[0];
+      *end = ov[1];
+      *pos = *end;
+      return true;
+    }
+    // An empty match, which compile() cannot rule out for every pattern ("(?=a)b?", "a\K"): no piece; search again
+    // from the next character.
+    size_t p = std::max<size_t>(*pos, ov[1]) + 1;
+    while (p < text.size() && (static_cast<uint8_t>(text[p]) & 0xC0) == 0x80) p++;
+    *pos = p;
   }
-  PCRE2_SIZE* ov = pcre2_get_ovector_pointer(tm.md);
-  *start = ov[0];
-  *end = ov[1];
-  FRONTIER_CHECK(*end > *start);  // the pattern never matches empty (\s+ and friends need one char)
-  *pos = *end;
-  return true;
+  return false;
 }
 
 }  // namespace frontier

@@ -110,6 +110,9 @@ Status Tokenizer::read_rank_file(const std::string& path, std::vector<std::strin
   FRONTIER_RETURN_IF_ERROR(read_file(path, &text));
   ranks->clear();
   size_t pos = 0, line = 0;
+  // Ranks count up from 0, one line each: a rank far past the line count would only allocate (up to 2^24 empty
+  // entries for a one-line file), so it is an error.
+  const size_t n_lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
   std::string bytes;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
@@ -122,10 +125,13 @@ Status Tokenizer::read_rank_file(const std::string& path, std::vector<std::strin
     char* end = nullptr;
     std::string rank_str(sp == std::string_view::npos ? "" : l.substr(sp + 1));
     long long r = sp == std::string_view::npos ? -1 : std::strtoll(rank_str.c_str(), &end, 10);
-    if (sp == std::string_view::npos || r < 0 || r > (1 << 24) || (end && *end) ||
+    if (sp == std::string_view::npos || r < 0 || r >= (1 << 24) || (end && *end) ||
         !base64_decode(l.substr(0, sp), &bytes) || bytes.empty())
       return Status::error(path + ":" + std::to_string(line) +
                            ": not a tiktoken rank line (expected \"<base64> <rank>\")");
+    if (static_cast<size_t>(r) >= n_lines + 65536)
+      return Status::error(path + ":" + std::to_string(line) + ": rank " + rank_str + " in a file of " +
+                           std::to_string(n_lines) + " lines (ranks count up from 0, one per line)");
     if (static_cast<size_t>(r) >= ranks->size()) ranks->resize(r + 1);
     if (!(*ranks)[r].empty()) return Status::error(path + ":" + std::to_string(line) + ": rank " + rank_str + " repeats");
     (*ranks)[r] = bytes;
@@ -150,13 +156,16 @@ Status Tokenizer::load(const std::string& dir) {
   std::vector<std::pair<std::string, uint32_t>> specials;
   for (auto& [k, v] : j["special_tokens"].items()) {
     if (!v.is_number_unsigned()) return Status::error(meta_path + ": special token " + k + " has no id");
+    if (v.get<uint64_t>() >= (1u << 24))  // as ranks: a larger id would make the vocabulary (and model) that large
+      return Status::error(meta_path + ": special token " + k + " has id " + v.dump() + ", over the 2^24 limit");
     specials.emplace_back(k, v.get<uint32_t>());
   }
   std::sort(specials.begin(), specials.end(), [](auto& a, auto& b) { return a.second < b.second; });
   Tokenizer t;
   FRONTIER_RETURN_IF_ERROR(create(std::move(ranks), j["pattern"].get<std::string>(), specials, &t));
-  if (j.contains("vocab_size") && j["vocab_size"].get<uint32_t>() != t.vocab_size())
-    return Status::error(meta_path + ": vocab_size " + std::to_string(j["vocab_size"].get<uint32_t>()) +
+  if (j.contains("vocab_size") &&
+      (!j["vocab_size"].is_number_unsigned() || j["vocab_size"].get<uint64_t>() != t.vocab_size()))
+    return Status::error(meta_path + ": vocab_size " + j["vocab_size"].dump() +
                          " does not match the rank file + specials (" + std::to_string(t.vocab_size()) + ")");
   *this = std::move(t);
   return ok_status();

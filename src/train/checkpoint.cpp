@@ -53,6 +53,9 @@ Status load_checkpoint(const std::string& path, std::string* config, std::string
   std::memcpy(&nw, m.data() + 24, 8);
   std::memcpy(&ns, m.data() + 32, 8);
   if (version != 1) return bad("version " + std::to_string(version) + " (this build reads 1)");
+  // Counts beyond the file's size would overflow the size sum below (and wrap around to a size that matches).
+  if (cb > m.size() || nw > m.size() || ns > m.size())
+    return bad("its header claims more bytes than the file's " + std::to_string(m.size()) + " (truncated?)");
   if (m.size() != kHeader + cb + mb + 4 * (nw + ns)) return bad("size does not match its header (truncated?)");
   std::string hex(reinterpret_cast<const char*>(m.data()) + 40, 64);
   if (sha256_hex(std::string_view(reinterpret_cast<const char*>(m.data()) + kHeader, m.size() - kHeader)) != hex)
@@ -63,8 +66,8 @@ Status load_checkpoint(const std::string& path, std::string* config, std::string
   p += cb + mb;
   w->resize(nw);
   st->resize(ns);
-  std::memcpy(w->data(), p, 4 * nw);
-  std::memcpy(st->data(), p + 4 * nw, 4 * ns);
+  if (nw) std::memcpy(w->data(), p, 4 * nw);  // an empty vector's data() may be null: memcpy(null, ..., 0) is UB
+  if (ns) std::memcpy(st->data(), p + 4 * nw, 4 * ns);
   return ok_status();
 }
 

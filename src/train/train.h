@@ -9,10 +9,19 @@
 // train.warmup_steps_excluded steps (start-up effects) do not; evaluation and start-up are reported apart.
 // Schedules run on time progress = training seconds / budget: LR warmup, constant, then a linear warmdown over the
 // last warmdown_ratio to final_lr_frac; Muon momentum warms from 0.85 to 0.95 over the first 300 steps.
+//
+// What a run guarantees (README "Reliability"): the run directory is locked while it runs (a second process gets an
+// error naming the holder's pid) and never overwritten without --force; the memory a config needs is estimated and
+// refused before allocating; the disk must hold two checkpoints; the final checkpoint is written before the final
+// evaluation (a kill during it loses nothing: --resume runs just the evaluation); SIGINT/SIGTERM stop after the
+// current step, save a checkpoint and print a summary marked interrupted (a second signal quits at once); a failed
+// write is reported in the summary (not_saved:) and the exit status; the checkpoint records the tokenizer and data
+// identities (train/identity.h), checked on resume and by every command that loads it.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/precision.h"
 
@@ -22,6 +31,7 @@ namespace frontier {
 
 class Gpt;
 class PreparedData;
+struct RunIdentity;
 
 ConfigSchema train_schema();
 // train.precision -> the GEMM precision: "auto" is bf16 at the avx512bf16 tier, else fp32; an unknown name is an
@@ -36,10 +46,22 @@ struct TrainSummary {
   std::string precision;  // "fp32" | "bf16": the GEMMs'
   std::string mfu_peak;   // the unit MFU is measured against, e.g. "461.3 GFLOP/s avx512bf16 bf16 dot"
   std::string run_dir;
+  std::string tokenizer_id, data_id;  // short content hashes (train/identity.h)
+  std::string not_saved;              // files a failed write did not save, with the reason ("" = all saved)
+  std::string interrupted;            // "interrupted (SIGINT at step 12)" when a signal stopped the run
+  int signal = 0;                     // that signal
+  bool has_summary = false;           // train() got far enough to fill this in (print it even on an error)
   std::string format() const;  // autoresearch's summary block: "---" then one "key: value" per line
 };
 
-// resume_dir: continue the run in that directory from its last checkpoint (cfg must be its config.toml).
+struct TrainOptions {
+  std::string resume_dir;  // continue the run in that directory from its last checkpoint (cfg = its config.toml)
+  bool force = false;      // overwrite a train.run_dir that already holds a run
+};
+
+// On an error after training started (interrupted, a file not saved, a failed evaluation) *out still holds what
+// was computed, with has_summary set: print it, then the error.
+Status train(const Config& cfg, TrainSummary* out, const TrainOptions& opts);
 Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir = "");
 
 // nanochat's evaluate_bpb: summed nats over summed UTF-8 bytes of the target tokens, specials (0 bytes) excluded,
@@ -47,7 +69,12 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
 Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
                     const std::string& split = "val");
 
-// Loads a checkpoint written by train(): its config (into *cfg, through train_schema) and weights.
-Status load_trained_model(const std::string& ckpt_path, Config* cfg, std::unique_ptr<Gpt>* gpt);
+// Loads a checkpoint written by train(): its config (into *cfg, through train_schema), weights (checked finite) and,
+// if id is given, the tokenizer and data identities it was trained with.
+Status load_trained_model(const std::string& ckpt_path, Config* cfg, std::unique_ptr<Gpt>* gpt,
+                          RunIdentity* id = nullptr);
+
+// An error naming the first NaN or infinite value of a checkpoint's weights.
+Status check_finite(const std::vector<float>& w, const std::string& path);
 
 }  // namespace frontier

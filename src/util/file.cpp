@@ -38,10 +38,12 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-Status make_dirs(const std::string& path) {
+Status make_dirs(const std::string& path, const std::string& knob) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
-  if (ec) return Status::error("cannot create directory " + path + ": " + ec.message() + " (choose a writable --out)");
+  if (ec)
+    return Status::error("cannot create directory " + path + ": " + ec.message() +
+                         (knob.empty() ? std::string() : " (choose a writable " + knob + ")"));
   return ok_status();
 }
 

@@ -15,7 +15,8 @@ namespace frontier {
 Status read_file(const std::string& path, std::string* out);
 Status write_file_atomic(const std::string& path, std::string_view data);
 bool file_exists(const std::string& path);
-Status make_dirs(const std::string& path);
+// knob: what the user changes to pick another place ("train.run_dir", "--out"), named in the error.
+Status make_dirs(const std::string& path, const std::string& knob = "");
 
 // Streams a large file to "<path>.tmp"; commit() flushes, fsyncs and renames it into place. Destroying an
 // uncommitted AtomicFile removes the temporary.

@@ -11,7 +11,6 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,64 +40,94 @@ struct Outcome {
   }
 };
 
-// Runs argv (no shell) with stdin from /dev/null, optional extra environment ("K=V"), and a timeout in seconds
-// after which the process group is killed (a hang is a failure, reported as timed_out).
+// A process started without a shell: stdin from /dev/null, stdout and stderr to files, in its own process group
+// (so a timeout kills everything it started). wait() returns its Outcome; a process still running at the timeout is
+// killed and reported as timed_out (a hang is a failure).
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}, const std::string& cwd = "") {
+    dir_ = make_temp_dir("child");
+    pid_ = fork();
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      int in = open("/dev/null", O_RDONLY);
+      int out = open((dir_ + "/out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int err = open((dir_ + "/err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(in, 0);
+      dup2(out, 1);
+      dup2(err, 2);
+      if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
+      for (const auto& kv : env) putenv(const_cast<char*>(kv.c_str()));
+      std::vector<char*> av;
+      for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
+      av.push_back(nullptr);
+      execv(av[0], av.data());
+      _exit(127);
+    }
+    setpgid(pid_, pid_);  // also from here: no race with kill(-pid) below
+  }
+  ~Child() {
+    if (pid_ > 0 && !reaped_) {
+      kill(-pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  pid_t pid() const { return pid_; }
+  void signal(int sig) { kill(pid_, sig); }
+  std::string err_so_far() const { return slurp(dir_ + "/err"); }
+  Outcome wait(double timeout_s) {
+    Outcome o;
+    auto t0 = std::chrono::steady_clock::now();
+    int st = 0;
+    while (true) {
+      pid_t w = waitpid(pid_, &st, WNOHANG);
+      if (w == pid_) break;
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
+        o.timed_out = true;
+        kill(-pid_, SIGKILL);
+        waitpid(pid_, &st, 0);
+        break;
+      }
+      usleep(20000);
+    }
+    reaped_ = true;
+    kill(-pid_, SIGKILL);  // anything it left behind in its group
+    if (WIFEXITED(st)) o.rc = WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) o.signal = WTERMSIG(st);
+    o.out = slurp(dir_ + "/out");
+    o.err = slurp(dir_ + "/err");
+    return o;
+  }
+  static std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+// Runs argv to completion (or the timeout): see Child.
 inline Outcome run_argv(const std::vector<std::string>& argv, double timeout_s = 120,
                         const std::vector<std::string>& env = {}, const std::string& cwd = "") {
-  Outcome o;
-  int out_p[2], err_p[2];
-  if (pipe(out_p) != 0 || pipe(err_p) != 0) return o;
-  pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    dup2(out_p[1], 1);
-    dup2(err_p[1], 2);
-    close(out_p[0]);
-    close(err_p[0]);
-    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
-    for (const auto& kv : env) putenv(const_cast<char*>(kv.c_str()));
-    std::vector<char*> av;
-    for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
-    av.push_back(nullptr);
-    execv(av[0], av.data());
-    _exit(127);
-  }
-  close(out_p[1]);
-  close(err_p[1]);
+  Child c(argv, env, cwd);
+  return c.wait(timeout_s);
+}
+
+// Polls until pred() holds or timeout_s passes; returns pred().
+template <typename Pred>
+bool wait_until(Pred pred, double timeout_s) {
   auto t0 = std::chrono::steady_clock::now();
-  pollfd fds[2] = {{out_p[0], POLLIN, 0}, {err_p[0], POLLIN, 0}};
-  int open_fds = 2;
-  char buf[65536];
-  while (open_fds > 0) {
-    double left = timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (left <= 0) {
-      o.timed_out = true;
-      kill(-pid, SIGKILL);
-      break;
-    }
-    int n = poll(fds, 2, static_cast<int>(std::min(left, 1.0) * 1000) + 1);
-    if (n <= 0) continue;
-    for (int i = 0; i < 2; i++) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
-      ssize_t k = read(fds[i].fd, buf, sizeof(buf));
-      if (k <= 0) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        open_fds--;
-      } else {
-        (i == 0 ? o.out : o.err).append(buf, k);
-      }
-    }
+  while (!pred()) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) return false;
+    usleep(20000);
   }
-  for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  if (WIFEXITED(st)) o.rc = WEXITSTATUS(st);
-  if (WIFSIGNALED(st)) o.signal = WTERMSIG(st);
-  return o;
+  return true;
 }
 
 // Asserts a clean failure: non-zero exit, no signal, no hang, and a last stderr line "error: ..." containing `want`.

@@ -1,4 +1,4 @@
-#include "profile/profiler.h"
+#include "util/trace.h"
 
 #include <chrono>
 

@@ -1,3 +1,5 @@
+// The ground floor of `frontier profile` (profile/profile.h): scope markers that autograd, optim and kernels place
+// around their work. It lives in util/ so no lower layer imports from profile/.
 // Op-level timing for `frontier profile`: every autograd op, its backward and each optimizer update open a
 // ProfScope with the work it does (FLOPs) and the bytes it must move at least (each input read once, each output
 // written once: the compulsory traffic a roofline is drawn against). With no profiler active a scope costs one
