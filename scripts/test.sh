@@ -5,3 +5,4 @@ cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
 ./scripts/build.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)"
+./scripts/sanitize.sh  # ASan + UBSan build, fuzz regressions and a short fuzz of every parser (docs/fuzzing.md)

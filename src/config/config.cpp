@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
-#include <toml++/toml.h>
+
+#include "config/tomlpp.h"
+#include "util/utf8.h"
 
 namespace frontier {
 
@@ -32,6 +34,12 @@ std::string format_value(const ConfigValue& v) {
   std::string s = "\"";
   for (char c : std::get<std::string>(v)) {
     if (c == '"' || c == '\\') s.push_back('\\');
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {  // a TOML basic string holds no raw control character
+      char esc[8];
+      std::snprintf(esc, sizeof(esc), "\\u%04x", static_cast<unsigned>(c));
+      s += esc;
+      continue;
+    }
     s.push_back(c);
   }
   return s + "\"";
@@ -151,6 +159,11 @@ Status ConfigSchema::assign(const Entry& e, const ConfigValue& v, const std::str
   if (out.index() != e.def.index())
     return Status::error(origin + ": config key '" + e.key + "' needs type " + type_name(e.def) + ", got " +
                          type_name(v) + " (" + format_value(v) + ")");
+  // TOML text is UTF-8, and train writes the config into config.toml and every checkpoint: a string that is not
+  // (a path given as raw bytes) could be set but never read back.
+  if (auto* str = std::get_if<std::string>(&out); str && utf8_first_invalid(*str) != std::string::npos)
+    return Status::error(origin + ": config key '" + e.key + "' is not valid UTF-8 at byte " +
+                         std::to_string(utf8_first_invalid(*str)) + " (a config is TOML text; use a UTF-8 name)");
   if (out.index() == 0 || out.index() == 1) {
     const double x = out.index() == 0 ? static_cast<double>(std::get<int64_t>(out)) : std::get<double>(out);
     if (!std::isfinite(x))

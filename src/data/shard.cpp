@@ -64,7 +64,8 @@ Status Shard::open(const std::string& path, uint32_t expect_vocab) {
   offsets_ = p + h_.n_tokens * h_.token_width;
   if (offset(0) != 0 || offset(h_.n_docs) != h_.n_tokens) return bad("document offsets do not span the tokens");
   for (uint64_t d = 0; d < h_.n_docs; d++) {
-    if (offset(d + 1) <= offset(d)) return bad("empty or unordered document " + std::to_string(d));
+    if (offset(d + 1) <= offset(d) || offset(d + 1) > h_.n_tokens)  // so that offset(d) indexes a token
+      return bad("empty, unordered or out-of-range document " + std::to_string(d));
     if (token(offset(d)) != h_.bos_id) return bad("document " + std::to_string(d) + " does not start with BOS");
   }
   uint32_t maxtok = 0;

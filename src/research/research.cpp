@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string_view>
-#include <toml++/toml.h>
 
+#include "config/tomlpp.h"  // not <toml++/toml.h>: see there
 #include "research/chart.h"
 #include "train/train.h"
 #include "util/file.h"

@@ -3,7 +3,6 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include <algorithm>
 #include <atomic>
 
 namespace frontier {
@@ -89,9 +88,9 @@ bool RegexSplitter::next(std::string_view text, size_t* pos, size_t* start, size
       *pos = *end;
       return true;
     }
-    // An empty match, which compile() cannot rule out for every pattern ("(?=a)b?", "a\K"): no piece; search again
-    // from the next character.
-    size_t p = std::max<size_t>(*pos, ov[1]) + 1;
+    // An empty match, which compile() cannot rule out for every pattern ("x\K"): no piece. Search again from its
+    // end, or from the next character when that is where this search began.
+    size_t p = ov[1] > *pos ? ov[1] : *pos + 1;
     while (p < text.size() && (static_cast<uint8_t>(text[p]) & 0xC0) == 0x80) p++;
     *pos = p;
   }
