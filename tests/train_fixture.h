@@ -19,6 +19,20 @@ struct RemoveDataset : ::testing::Environment {
 };
 inline const auto* g_remove_dataset = ::testing::AddGlobalTestEnvironment(new RemoveDataset);
 
+// DIR/c.jsonl <- jsonl, prepared into DIR/data with a 400-token vocabulary (a new tokenizer, or tokenizer_dir's).
+inline void prepare_400(const std::string& dir, const std::string& jsonl, const std::string& tokenizer_dir = "") {
+  write_text(dir + "/c.jsonl", jsonl);
+  PrepareOptions o;
+  o.train_inputs = {dir + "/c.jsonl"};
+  o.out_dir = dir + "/data";
+  o.vocab_size = 400;
+  o.progress = false;
+  o.tokenizer_dir = tokenizer_dir;
+  PrepareResult r;
+  Status s = prepare(o, &r);
+  if (!s.ok()) ADD_FAILURE() << "preparing the test dataset in " << dir << " failed: " << s.message();
+}
+
 // A prepared dataset with a 400-token vocabulary, built once per test process.
 inline std::string dataset() {
   static std::string dir = [] {
@@ -38,15 +52,7 @@ inline std::string dataset() {
       for (int w = 0; w < 40 + i % 50; w++) doc += std::string(w ? " " : "") + words[rnd() % 300];
       jsonl += nlohmann::json({{"text", doc + "."}}).dump() + "\n";
     }
-    write_text(d + "/c.jsonl", jsonl);
-    PrepareOptions o;
-    o.train_inputs = {d + "/c.jsonl"};
-    o.out_dir = d + "/data";
-    o.vocab_size = 400;
-    o.progress = false;
-    PrepareResult r;
-    Status s = prepare(o, &r);
-    if (!s.ok()) ADD_FAILURE() << "preparing the test dataset failed: " << s.message();
+    prepare_400(d, jsonl);
     return d;
   }();
   return dir;

@@ -87,16 +87,6 @@ Outcome wait_exit(pid_t pid, double timeout_s, const std::string& log_prefix) {
   return o;
 }
 
-template <typename F>
-bool wait_for(F cond, double timeout_s) {
-  auto t0 = std::chrono::steady_clock::now();
-  while (!cond()) {
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) return false;
-    usleep(20000);
-  }
-  return true;
-}
-
 // /proc/PID/stat: state, parent and process group (state 0 when there is no such process).
 struct ProcStat {
   char state = 0;
@@ -141,7 +131,7 @@ bool group_alive(pid_t pgrp) {
 // The loop's trial: its child that has become `frontier train`, or 0 after timeout_s.
 pid_t wait_for_trial(pid_t loop, double timeout_s) {
   pid_t trial = 0;
-  wait_for([&] {
+  wait_until([&] {
     for (pid_t p : all_pids())
       if (proc_stat(p).ppid == loop) {
         auto c = cmdline(p);
@@ -175,7 +165,7 @@ TEST(ResearchReliability, SecondLoopOnALockedSessionIsRefused) {
   pid_t a = spawn(in.argv(out, {"--repeats", "0", "--trials", "0", "--proposer-timeout", "60", "--proposer",
                                 "echo $$ > \"$FRONTIER_SESSION/proposer_pid\"; sleep 30; true"}),
                   in.dir + "/a");
-  ASSERT_TRUE(wait_for([&] { return !slurp(out + "/proposer_pid").empty(); }, 30)) << slurp(in.dir + "/a.err");
+  ASSERT_TRUE(wait_until([&] { return !slurp(out + "/proposer_pid").empty(); }, 30)) << slurp(in.dir + "/a.err");
   const pid_t proposer = std::atoi(slurp(out + "/proposer_pid").c_str());
   EXPECT_EQ(dir_lock_holder(out), a);
   DirSnapshot before = DirSnapshot::of(out);
@@ -199,7 +189,7 @@ TEST(ResearchReliability, SigkillOfTheLoopKillsItsTrial) {
   EXPECT_EQ(proc_stat(trial).pgrp, trial) << "the trial must lead its own process group";
   kill(a, SIGKILL);
   waitpid(a, nullptr, 0);
-  EXPECT_TRUE(wait_for([&] { return !group_alive(trial); }, 10))
+  EXPECT_TRUE(wait_until([&] { return !group_alive(trial); }, 10))
       << "the trial (pid " << trial << ") outlived its SIGKILLed loop";
   auto L = ledger_of(out);
   ASSERT_EQ(L.size(), 1u);

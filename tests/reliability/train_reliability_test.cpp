@@ -62,16 +62,7 @@ std::string other_dataset(bool other_tokenizer) {
     }
     jsonl += nlohmann::json({{"text", doc}}).dump() + "\n";
   }
-  write_text(d + "/c.jsonl", jsonl);
-  PrepareOptions o;
-  o.train_inputs = {d + "/c.jsonl"};
-  o.out_dir = d + "/data";
-  o.vocab_size = 400;
-  o.progress = false;
-  if (!other_tokenizer) o.tokenizer_dir = dataset() + "/data/tokenizer";
-  PrepareResult r;
-  Status s = prepare(o, &r);
-  EXPECT_TRUE(s.ok()) << s.message();
+  prepare_400(d, jsonl, other_tokenizer ? "" : dataset() + "/data/tokenizer");
   return d;
 }
 
