@@ -2,7 +2,8 @@
 // RUN_DIR/model.ckpt twice: as it is (magic, version, sizes, SHA-256 checks), and with the SHA-256 in its header
 // recomputed over the rest, so that mutations past the checksum reach what is parsed after it: the config (TOML,
 // through train_schema), the model it describes, the weight count and values, and the metadata JSON's run
-// identity, as `frontier eval` and `sample` load it (load_trained_model).
+// identity, as `frontier eval` and `sample` load it (load_trained_model), and the loader state that `train
+// --resume` restores.
 // Seeds: a checkpoint of a tiny model from `frontier train` (scripts/sanitize.sh makes one at run time: it is
 // ~0.5 MB) and small committed ones: real header, config and metadata with the weights cut, and edits.
 // Dictionary: fuzz/dicts/toml.dict (scripts/sanitize.sh passes it to libFuzzer).
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "data/loader.h"
 #include "fuzz_util.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
@@ -37,6 +39,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string hex = sha256_hex(std::string_view(bytes).substr(kHeader));
   std::memcpy(bytes.data() + kShaAt, hex.data(), 64);
   fuzz::write(fixed, bytes);
+  if (load_checkpoint(fixed, &config, &meta, &w, &st).ok()) {  // what `train --resume` parses of the metadata
+    nlohmann::json m = nlohmann::json::parse(meta, nullptr, false);
+    LoaderState ls;
+    if (m.is_object() && m.contains("loader")) (void)LoaderState::from_json(m["loader"], &ls);
+  }
   Config cfg;
   std::unique_ptr<Gpt> gpt;
   RunIdentity id;

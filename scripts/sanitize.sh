@@ -51,13 +51,17 @@ echo "[sanitize] regressions replayed in $(($(date +%s) - t1)) s"
 # with the sanitized binary, which also runs prepare and train end to end under ASan + UBSan.
 t2=$(date +%s)
 seeds="$BUILD/fuzz-seeds"
-tail -c +2 fuzz/corpus/corpus_fuzz/wiki_slice.jsonl >"$seeds/wiki.jsonl"
-"$BUILD/frontier" prepare --train "$seeds/wiki.jsonl" --val-every 2 --vocab-size 265 --out "$seeds/data" --quiet \
-  >/dev/null
-"$BUILD/frontier" train --data "$seeds/data" --budget 60 --set model.vocab_size=265 --set model.depth=1 \
-  --set model.dim=32 --set model.head_dim=32 --set model.seq_len=16 --set train.micro_batch=2 \
-  --set eval.tokens=64 --set eval.batch=2 --set train.max_steps=2 --set train.peak_gflops=100 \
-  --set train.run_dir="$seeds/run" >/dev/null
+tail -c +2 fuzz/corpus/corpus_fuzz/wiki_slice.jsonl >"$seeds/wiki.jsonl"  # the seed without its mode byte
+if ! { "$BUILD/frontier" prepare --train "$seeds/wiki.jsonl" --val-every 2 --vocab-size 265 --out "$seeds/data" \
+         --quiet &&
+       "$BUILD/frontier" train --data "$seeds/data" --budget 60 --set model.vocab_size=265 --set model.depth=1 \
+         --set model.dim=32 --set model.head_dim=32 --set model.seq_len=16 --set train.micro_batch=2 \
+         --set eval.tokens=64 --set eval.batch=2 --set train.max_steps=2 --set train.peak_gflops=100 \
+         --set train.run_dir="$seeds/run"; } >"$BUILD/fuzz-logs/seeds.log" 2>&1; then
+  echo "[sanitize] FAIL: prepare + train of the tiny seed model under ASan + UBSan"
+  tail -30 "$BUILD/fuzz-logs/seeds.log"
+  exit 1
+fi
 cp "$seeds/run/model.ckpt" "$seeds/checkpoint_fuzz/tiny.ckpt"
 
 fuzz_one() {  # target -> 0 if clean; prints one line of stats

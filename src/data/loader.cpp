@@ -25,6 +25,13 @@ nlohmann::json LoaderState::to_json() const {
 Status LoaderState::from_json(const nlohmann::json& j, LoaderState* out) {
   if (!j.is_object() || !j.contains("epoch") || !j.contains("cursor") || !j.contains("buffer"))
     return Status::error("loader state needs epoch, cursor and buffer");
+  // It comes from a checkpoint's metadata: get<> would throw on a field of another type.
+  bool counts = j["epoch"].is_number_unsigned() && j["cursor"].is_number_unsigned() && j["buffer"].is_array();
+  if (counts)
+    for (const auto& d : j["buffer"]) counts = counts && d.is_number_unsigned();
+  if (!counts)
+    return Status::error("the checkpoint's loader state is corrupt: epoch, cursor and every buffer entry must be "
+                         "counts (>= 0)");
   out->epoch = j["epoch"].get<uint64_t>();
   out->cursor = j["cursor"].get<uint64_t>();
   out->buffer = j["buffer"].get<std::vector<uint64_t>>();
