@@ -9,10 +9,13 @@
 //   research   the autoresearch loop: trials under the budget, keep what lowers val_bpb (research/research.h)
 //   bench      kernel GFLOP/s vs the ceilings and OpenBLAS, training tokens/s and MFU (bench/bench.h)
 //   profile    per-op time, FLOPs, bytes and roofline bound of a few training steps, Perfetto trace (profile/profile.h)
+//   export     a checkpoint's model as safetensors + config.json + tokenizer, nanochat's names (export/model_dir.h)
+//   import     such a directory back into a checkpoint (eval, sample, train --resume) (export/model_dir.h)
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
 #include <cfloat>
+#include <filesystem>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -25,12 +28,16 @@
 #include "data/dataset.h"
 #include "eval/core_eval.h"
 #include "eval/score.h"
+#include "export/model_dir.h"
 #include "model/gpt.h"
 #include "model/sampler.h"
 #include <nlohmann/json.hpp>
 #include "data/default_corpus.h"
 #include "data/loader.h"
 #include "data/prepare.h"
+#include "dist/comm.h"
+#include "dist/comm_bench.h"
+#include "dist/scale_model.h"
 #include "tokenizer/tokenizer.h"
 #include "research/research.h"
 #include "train/identity.h"
@@ -61,16 +68,23 @@ static CLI::Validator number_in(double lo, double hi = DBL_MAX) {
 
 // Trains and prints the summary, also when the run stopped early with results to show (interrupted, a file not
 // saved): then the error follows it, and the exit status is 128 + the signal for an interrupted run, else 1.
+// Under mpirun rank 0 prints; an error every rank shares (Comm::agreed) is printed once and the ranks end normally,
+// any other (a rank gone, a collective timed out) ends the whole job from here.
 static int run_train(const Config& cfg, const TrainOptions& to) {
   TrainSummary sum;
   Status s = train(cfg, &sum, to);
-  if (sum.has_summary) {
+  Comm& comm = Comm::world();
+  if (sum.has_summary && comm.root()) {
     std::printf("%s", sum.format().c_str());
     std::printf("run_dir:          %s\n", sum.run_dir.c_str());
     std::fflush(stdout);
   }
   if (!s.ok()) {
-    fail(s);
+    if (comm.distributed() && !comm.agreed()) {
+      fail(s);
+      Comm::abort_job(1);
+    }
+    if (!comm.quiet_errors()) fail(s);
     return sum.signal ? 128 + sum.signal : 1;
   }
   return 0;
@@ -87,6 +101,10 @@ static void print_prepare_summary(const PrepareOptions& o, const PrepareResult& 
   std::printf("vocab_size: %u\n", r.vocab_size);
   line("train", r.train);
   line("val", r.val);
+  // Null Parquet values are not documents: say how many were skipped (a held-out val split reads the train input).
+  const uint64_t nulls = r.train.nulls + (o.val_inputs.empty() ? 0 : r.val.nulls);
+  if (nulls) std::printf("nulls: %llu null '%s' values skipped\n", static_cast<unsigned long long>(nulls),
+                         o.text_column.c_str());
   if (!r.up_to_date) {
     if (r.tokenizer_train_bytes)
       std::printf("tokenizer: trained on %.1f MB in %.1f s\n", r.tokenizer_train_bytes / 1e6, r.tokenizer_seconds);
@@ -102,7 +120,11 @@ static int run_main(int argc, char** argv);
 // error every other failure gives (the subcommands return Status; this is the net under them).
 int main(int argc, char** argv) {
   try {
-    return run_main(argc, argv);
+    Status s = Comm::init(&argc, &argv);  // MPI only when started by mpirun
+    if (!s.ok()) return fail(s);
+    int rc = run_main(argc, argv);
+    Comm::finalize();
+    return rc;
   } catch (const std::bad_alloc&) {
     std::fflush(stdout);
     std::fprintf(stderr, "error: out of memory (free memory, or use a smaller model or batch: model.depth, "
@@ -111,6 +133,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     std::fprintf(stderr, "error: %s (unexpected; please report it with the command line)\n", e.what());
   }
+  if (Comm::world().distributed()) Comm::abort_job(1);  // the other ranks would wait for this one
   return 1;
 }
 
@@ -131,7 +154,8 @@ static int run_main(int argc, char** argv) {
                                   "Tokenize a corpus: train a BPE tokenizer, write token shards, token_bytes and a "
                                   "manifest. With no --train input, uses the built-in default corpus (Brown + "
                                   "nlp-corpus, installed by scripts/install_deps.sh).");
-  prep->add_option("--train", po.train_inputs, "Training text: .txt / .jsonl / .jsonl.zst files, directories or globs");
+  prep->add_option("--train", po.train_inputs,
+                   "Training text: .txt / .jsonl / .jsonl.zst / .parquet files, directories or globs");
   prep->add_option("--val", po.val_inputs,
                    "Validation text (pinned). Without it, every --val-every-th training document is held out");
   prep->add_option("--val-every", po.val_every, "Hold out every N-th document for validation")->capture_default_str();
@@ -147,6 +171,9 @@ static int run_main(int argc, char** argv) {
   prep->add_option("--invalid-utf8", utf8, "Invalid UTF-8 in the input: error (stop, naming file:line) or replace "
                                            "(substitute U+FFFD)")
       ->check(CLI::IsMember({"error", "replace"}))
+      ->capture_default_str();
+  prep->add_option("--text-column", po.text_column,
+                   "The Parquet column (or JSON Lines field) that holds each document")
       ->capture_default_str();
   prep->add_option("--threads", po.threads, "Threads (0 = all cores)")
       ->check(number_in(0))
@@ -338,8 +365,141 @@ static int run_main(int argc, char** argv) {
   rs->add_option("--set", ro.extra_sets, "key=value applied to every trial (not searched), repeatable");
   rs->add_option("--git", ro.git_repo, "Git mode: commit each kept config to this repository, on a branch "
                                        "frontier/research-<session>");
+  rs->add_option("--budget-mode", ro.budget_mode, "probe: each trial trains budget / measured step time steps, "
+                                                  "one probe shared by trials of the same speed (reproducible); "
+                                                  "wall: wall-clock budgets")
+      ->check(CLI::IsMember({"probe", "wall"}))->capture_default_str();
+  rs->add_option("--ranks", ro.ranks, "Run each trial on this many ranks under mpirun (docs/distributed.md)")
+      ->check(CLI::Range(1, 4096))->capture_default_str();
+
+  // Scale-out (dist/, docs/distributed.md): collective speeds between ranks, and a projection to more ranks.
+  auto* sc = app.add_subcommand("scale", "Data-parallel scaling: `mpirun -np R frontier scale comm` times the "
+                                         "collectives between ranks; `frontier scale project` projects tokens/s "
+                                         "and efficiency of a config on R ranks and networks from measured parts");
+  sc->require_subcommand(1);
+  auto* sc_comm = sc->add_subcommand("comm", "All-reduce / reduce-scatter / all-gather bandwidth and latency by "
+                                             "size between the ranks it runs on (run under mpirun)");
+  CommBenchOptions cbo;
+  std::string sc_json;
+  sc_comm->add_option("--max-mb", cbo.max_mb, "Largest message, MB")->check(CLI::Range(0.01, 4096.0))
+      ->capture_default_str();
+  sc_comm->add_option("--json", sc_json, "Also write the results here (input of `scale project --comm`)");
+  auto* sc_proj = sc->add_subcommand("project", "Measure a config's forward+backward and optimizer time here, then "
+                                                "project R ranks over shared memory and networks (ring model)");
+  std::string sp_config, sp_comm, sp_json;
+  std::vector<std::string> sp_sets;
+  int sp_threads = 1, sp_steps = 3;
+  sc_proj->add_option("--config", sp_config, "Config (TOML)");
+  sc_proj->add_option("--set", sp_sets, "key=value override, repeatable");
+  sc_proj->add_option("--comm", sp_comm, "`scale comm --json` file: the measured link for ranks on one node "
+                                         "(default: an assumed 10 GB/s, 1 us)");
+  sc_proj->add_option("--threads", sp_threads, "Threads per rank")->check(CLI::Range(1, 4096))->capture_default_str();
+  sc_proj->add_option("--steps", sp_steps, "Timed steps")->check(CLI::Range(1, 1000))->capture_default_str();
+  sc_proj->add_option("--json", sp_json, "Also write the projection here");
+
+  // Models out and in (export/model_dir.h, docs/formats.md "Model directory").
+  auto* ex = app.add_subcommand("export", "Write a checkpoint's model as OUT/model.safetensors (nanochat's parameter "
+                                          "names), OUT/config.json (nanochat's GPTConfig) and OUT/tokenizer/; "
+                                          "python/frontier_torch.py loads it in PyTorch");
+  ExportOptions exo;
+  std::string ex_dtype = "fp32";
+  ex->add_option("--checkpoint", exo.checkpoint, "RUN_DIR/model.ckpt")->required();
+  ex->add_option("--out", exo.out_dir, "Output directory")->required();
+  ex->add_option("--dtype", ex_dtype, "Weights as fp32 (exact) or bf16 (rounded to nearest even; half the size)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  ex->add_option("--data", exo.data, "Dataset whose tokenizer to copy (default: the run's train.data)");
+  auto* im = app.add_subcommand("import", "Turn a model directory (frontier export's layout) into RUN_DIR/model.ckpt "
+                                          "+ config.toml for eval, sample and, with --data, train --resume");
+  ImportOptions imo;
+  im->add_option("dir", imo.dir, "Model directory: config.json, model.safetensors, tokenizer/")->required();
+  im->add_option("--out", imo.run_dir, "Run directory to write (config.toml, model.ckpt)")->required();
+  im->add_option("--data", imo.data, "Prepared dataset with the model's tokenizer: the run's train.data, and a "
+                                     "training state at step 0 so `frontier train --resume RUN_DIR` trains further");
+  im->add_option("--set", imo.sets, "key=value for the run's config, repeatable (train.*, optim.*, eval.*)");
+  im->add_flag("--force", imo.force, "Overwrite a run directory that already holds a run");
 
   CLI11_PARSE(app, argc, argv);
+
+  if (ex->parsed()) {
+    exo.bf16 = ex_dtype == "bf16";
+    ExportResult er;
+    Status s = export_model(exo, &er);
+    if (!s.ok()) return fail(s);
+    std::printf("exported %s: %s\n", exo.checkpoint.c_str(), er.shape.describe().c_str());
+    std::printf("  %s (%zu tensors, %s, %.2f MB)\n  %s/config.json\n  %s/tokenizer/ (from %s)\n",
+                er.safetensors_path.c_str(), er.n_tensors, ex_dtype.c_str(), er.bytes / 1e6, exo.out_dir.c_str(),
+                exo.out_dir.c_str(), er.tokenizer_from.c_str());
+    return 0;
+  }
+
+  if (im->parsed()) {
+    ImportResult ir;
+    Status s = import_model(imo, &ir);
+    if (!s.ok()) return fail(s);
+    std::printf("imported %s (%s): %s\n  %s\n", imo.dir.c_str(), ir.dtype.c_str(), ir.shape.describe().c_str(),
+                ir.checkpoint.c_str());
+    if (ir.resumable)
+      std::printf("  train further: frontier train --resume %s   (budget: its config.toml)\n", imo.run_dir.c_str());
+    else
+      std::printf("  evaluate: frontier eval core --checkpoint %s; eval bpb needs --data DATASET (and --cross-data "
+                  "unless it is the data the model was trained on); to train further, import with --data\n",
+                  ir.checkpoint.c_str());
+    return 0;
+  }
+
+  // Under mpirun every rank runs the command: only those written for it may.
+  if (Comm::world().distributed() && !tr->parsed() && !sc_comm->parsed())
+    return !Comm::world().root() ? 1 : fail(Status::error("only `frontier train` and `frontier scale comm` run under mpirun (every rank would "
+                              "run this command on its own)"));
+
+  if (sc_comm->parsed()) {
+    CommBenchReport rep;
+    Status s = run_comm_bench(cbo, &rep);
+    if (!s.ok()) return fail(s);
+    if (Comm::world().root()) {
+      std::printf("%s", rep.table().c_str());
+      if (!sc_json.empty() && !(s = write_file_atomic(sc_json, rep.json().dump(2) + "\n")).ok()) return fail(s);
+    }
+    return 0;
+  }
+
+  if (sc_proj->parsed()) {
+    ConfigSchema schema = train_schema();
+    Config cfg = schema.defaults();
+    Status s;
+    if (!sp_config.empty() && !(s = schema.load_toml(sp_config, &cfg)).ok()) return fail(s);
+    for (const auto& kv : sp_sets)
+      if (!(s = schema.apply_set(kv, &cfg)).ok()) return fail(s);
+    Link shm{1e-6, 10e9, "assumed: shared memory, 10 GB/s, 1 us"};
+    if (!sp_comm.empty()) {
+      std::string text;
+      if (!(s = read_file(sp_comm, &text)).ok()) return fail(s);
+      nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+      if (!(s = link_from_comm_bench(j, &shm)).ok()) return fail(Status::error(sp_comm + ": " + s.message()));
+    }
+    StepParts parts;
+    if (!(s = measure_step_parts(cfg, sp_threads, sp_steps, &parts)).ok()) return fail(s);
+    // Networks: per-message latency and 90% of the line rate (assumptions, docs/distributed.md).
+    const Link nets[3] = {{15e-6, 0.9 * 25e9 / 8, "assumed: 25 Gb/s Ethernet (TCP), 15 us"},
+                          {5e-6, 0.9 * 100e9 / 8, "assumed: 100 Gb/s (RoCE/IB), 5 us"},
+                          {3e-6, 0.9 * 400e9 / 8, "assumed: 400 Gb/s (IB NDR), 3 us"}};
+    std::vector<Projection> rows;
+    for (int r : {1, 2, 4, 8}) rows.push_back(project(parts, r, 8, shm, shm));
+    for (const Link& n : nets)
+      for (int nodes : {2, 4}) rows.push_back(project(parts, 8 * nodes, 8, shm, n));
+    std::printf("%s", projection_table(parts, rows).c_str());
+    if (!sp_json.empty()) {
+      nlohmann::json j = {{"measured", parts.describe}, {"t_fb", parts.t_fb}, {"t_opt", parts.t_opt},
+                          {"n_params", parts.n_params}, {"rows", nlohmann::json::array()}};
+      for (const auto& x : rows)
+        j["rows"].push_back({{"ranks", x.ranks}, {"nodes", x.nodes}, {"link", x.link}, {"t_comm", x.t_comm},
+                             {"t_opt", x.t_opt}, {"t_step", x.t_step}, {"tokens_per_sec", x.tokens_per_sec},
+                             {"efficiency", x.efficiency}, {"t_step_overlap", x.t_step_overlap}});
+      if (!(s = write_file_atomic(sp_json, j.dump(2) + "\n")).ok()) return fail(s);
+    }
+    return 0;
+  }
 
   if (rs->parsed()) {
     Status s = run_research(ro);

@@ -73,12 +73,16 @@ TEST(Corpus, BadInputErrorsNameTheProblem) {
   Status st;
   read_all({d + "/nope.jsonl"}, &st);
   EXPECT_NE(st.message().find("input not found"), std::string::npos) << st.message();
+  write_text(d + "/x.csv", "a,b\n");
+  read_all({d + "/x.csv"}, &st);
+  EXPECT_NE(st.message().find("unknown input format"), std::string::npos) << st.message();
   write_text(d + "/x.parquet", "PAR1");
   read_all({d + "/x.parquet"}, &st);
-  EXPECT_NE(st.message().find("unknown input format"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("x.parquet: not a Parquet file (4 bytes"), std::string::npos) << st.message();
   std::filesystem::create_directories(d + "/empty");
   read_all({d + "/empty"}, &st);
-  EXPECT_NE(st.message().find("no .txt, .jsonl or .jsonl.zst files"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("no .txt, .jsonl, .jsonl.zst or .parquet files"), std::string::npos)
+      << st.message();
   write_text(d + "/notext.jsonl", "{\"text\": \"ok\"}\n{\"title\": \"no text here\"}\n");
   read_all({d + "/notext.jsonl"}, &st);
   EXPECT_NE(st.message().find("notext.jsonl:2: no \"text\" field"), std::string::npos) << st.message();

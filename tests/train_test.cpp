@@ -1,6 +1,7 @@
 // `frontier train` end to end on a small prepared dataset: summary, run directory, checkpoint, reproducibility,
 // resume, and one-line errors for bad configs.
 #include <cstring>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "data/dataset.h"
@@ -169,6 +170,64 @@ TEST(Train, BadConfigsGetOneLineErrors) {
     EXPECT_NE(r.out.find("error: "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.args << "\n" << r.out.substr(r.out.size() > 600 ? r.out.size() - 600 : 0);
   }
+}
+
+// budget_mode = probe (issue 15): the budget becomes budget / step time steps, schedules run on step progress, and
+// two runs with the same step time are bit-identical whatever the machine's speed was during them.
+TEST(Train, ProbeModeTrainsBudgetOverStepTimeStepsReproducibly) {
+  std::string d = make_temp_dir("train_probe");
+  auto run = [&](const std::string& name, const std::string& extra) {
+    return run_cmd(train_cmd("--budget 0.25 --set train.budget_mode=probe --set train.run_dir=" + d + "/" + name +
+                             " " + extra));
+  };
+  auto a = run("a", "--set train.probe_step_seconds=0.01"), b = run("b", "--set train.probe_step_seconds=0.01");
+  ASSERT_EQ(a.rc, 0) << a.out;
+  ASSERT_EQ(b.rc, 0) << b.out;
+  EXPECT_EQ(summary_value(a.out, "num_steps"), 25);
+  EXPECT_EQ(summary_value(a.out, "val_bpb"), summary_value(b.out, "val_bpb"));
+  EXPECT_EQ(summary_value(a.out, "probe_step_seconds"), 0.01);
+  std::string la, lb;
+  ASSERT_TRUE(read_file(d + "/a/log.jsonl", &la).ok());
+  ASSERT_TRUE(read_file(d + "/b/log.jsonl", &lb).ok());
+  auto losses = [](const std::string& log) {
+    std::vector<double> out;
+    std::istringstream in(log);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+    return out;
+  };
+  EXPECT_EQ(losses(la), losses(lb));
+  // Measured: the summary and config.toml record the step time, and the step count follows from it.
+  auto m = run("m", "");
+  ASSERT_EQ(m.rc, 0) << m.out;
+  const double t = summary_value(m.out, "probe_step_seconds");
+  EXPECT_GT(t, 0);
+  EXPECT_EQ(summary_value(m.out, "num_steps"), std::max(1.0, std::floor(0.25 / t))) << m.out;
+  EXPECT_NE(m.out.find("median of 5 after 2 warm-up, measured now"), std::string::npos) << m.out;
+  std::string toml;
+  ASSERT_TRUE(read_file(d + "/m/config.toml", &toml).ok());
+  EXPECT_NE(toml.find("probe_step_seconds = "), std::string::npos) << toml;
+  auto bad = run("x", "--set train.budget_mode=steps");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("error: train.budget_mode = 'steps' is not wall or probe"), std::string::npos) << bad.out;
+  std::filesystem::remove_all(d);
+}
+
+// The vocabulary belongs to the data: without model.vocab_size, a dataset prepared with 400 tokens trains a 400-token
+// model, and the run's config.toml records it (issue 14's friction: `prepare --vocab-size N`, then a stock config).
+TEST(Train, VocabularyComesFromTheData) {
+  std::string d = make_temp_dir("train_vocab");
+  std::string cmd = train_cmd("--set train.max_steps=2 --set train.run_dir=" + d + "/run");
+  const std::string set_vocab = "--set model.vocab_size=400 ";
+  ASSERT_NE(cmd.find(set_vocab), std::string::npos);
+  cmd.erase(cmd.find(set_vocab), set_vocab.size());
+  auto r = run_cmd(cmd);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("vocab 400"), std::string::npos) << r.out;
+  std::string toml;
+  ASSERT_TRUE(read_file(d + "/run/config.toml", &toml).ok());
+  EXPECT_NE(toml.find("vocab_size = 400"), std::string::npos) << toml;
+  std::filesystem::remove_all(d);
 }
 
 // val_bpb of a fixed checkpoint: Frontier's evaluate_bpb against the PyTorch model's per-token cross-entropy over

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "data/parquet.h"
 #include "util/utf8.h"
 
 namespace fs = std::filesystem;
@@ -16,7 +17,7 @@ namespace frontier {
 
 namespace {
 
-enum class Format { kText, kJsonl, kJsonlZst, kUnknown };
+enum class Format { kText, kJsonl, kJsonlZst, kParquet, kUnknown };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -26,6 +27,7 @@ Format format_of(const std::string& path) {
   if (ends_with(path, ".jsonl.zst")) return Format::kJsonlZst;
   if (ends_with(path, ".jsonl")) return Format::kJsonl;
   if (ends_with(path, ".txt")) return Format::kText;
+  if (ends_with(path, ".parquet")) return Format::kParquet;
   return Format::kUnknown;
 }
 
@@ -103,28 +105,51 @@ size_t count_replacements(const std::string& s) {
 
 class FileListSource : public DocumentSource {
  public:
-  FileListSource(std::vector<std::string> files, Utf8Policy policy, uint64_t total)
-      : files_(std::move(files)), policy_(policy), total_(total) {}
+  FileListSource(std::vector<std::string> files, Utf8Policy policy, uint64_t total, std::string field)
+      : files_(std::move(files)), policy_(policy), total_(total), field_(std::move(field)) {}
 
   uint64_t bytes_done() const override { return done_; }
   uint64_t bytes_total() const override { return total_; }
   uint64_t docs_repaired() const override { return repaired_; }
+  uint64_t nulls_skipped() const override { return nulls_ + (parquet_ ? parquet_->nulls() : 0); }
 
   Status next(std::string* doc, bool* eof) override {
     while (true) {
-      if (!stream_) {
+      if (!stream_ && !parquet_) {
         if (next_file_ >= files_.size()) {
           *eof = true;
           return ok_status();
         }
         path_ = files_[next_file_++];
         fmt_ = format_of(path_);
+        if (fmt_ == Format::kParquet) {
+          parquet_ = std::make_unique<ParquetReader>();
+          parquet_done_ = 0;
+          FRONTIER_RETURN_IF_ERROR(parquet_->open(path_, field_));
+          continue;
+        }
         stream_ = std::make_unique<ByteStream>();
         FRONTIER_RETURN_IF_ERROR(stream_->open(path_, fmt_ == Format::kJsonlZst));
         buf_.clear();
         pos_ = 0;
         line_ = 0;
         file_eof_ = false;
+      }
+      if (fmt_ == Format::kParquet) {
+        bool e = false;
+        FRONTIER_RETURN_IF_ERROR(parquet_->next(doc, &e));
+        done_ += parquet_->bytes_read() - parquet_done_;
+        parquet_done_ = parquet_->bytes_read();
+        if (e) {
+          nulls_ += parquet_->nulls();
+          parquet_.reset();
+          continue;
+        }
+        FRONTIER_RETURN_IF_ERROR(
+            fix_utf8(doc, path_ + ": row " + std::to_string(parquet_->row()) + " of column '" + field_ + "'"));
+        if (doc->empty()) continue;
+        *eof = false;
+        return ok_status();
       }
       if (fmt_ == Format::kText) {  // the whole file is one document
         doc->clear();
@@ -209,13 +234,13 @@ class FileListSource : public DocumentSource {
       FRONTIER_RETURN_IF_ERROR(fix_utf8(&line, where));
       nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded() || !j.is_object())
-        return Status::error(where + ": not a JSON object (each line of a .jsonl file must be one object with a "
-                             "\"text\" field)");
-      auto it = j.find("text");
+        return Status::error(where + ": not a JSON object (each line of a .jsonl file must be one object with a \"" +
+                             field_ + "\" field)");
+      auto it = j.find(field_);
       if (it == j.end())
-        return Status::error(where + ": no \"text\" field (each JSON line needs a \"text\" string; other fields "
-                             "are ignored)");
-      if (!it->is_string()) return Status::error(where + ": \"text\" is not a string");
+        return Status::error(where + ": no \"" + field_ + "\" field (each JSON line needs a \"" + field_ +
+                             "\" string; other fields are ignored)");
+      if (!it->is_string()) return Status::error(where + ": \"" + field_ + "\" is not a string");
       *doc = it->get<std::string>();
       *got = true;
       return ok_status();
@@ -224,9 +249,11 @@ class FileListSource : public DocumentSource {
 
   std::vector<std::string> files_;
   Utf8Policy policy_;
-  uint64_t total_, done_ = 0, repaired_ = 0;
+  uint64_t total_, done_ = 0, repaired_ = 0, nulls_ = 0, parquet_done_ = 0;
+  std::string field_;  // the JSON field / Parquet column holding the text
   size_t next_file_ = 0;
   std::unique_ptr<ByteStream> stream_;
+  std::unique_ptr<ParquetReader> parquet_;
   std::string path_, buf_;
   Format fmt_ = Format::kUnknown;
   size_t pos_ = 0;
@@ -249,7 +276,7 @@ Status expand_inputs(const std::vector<std::string>& specs, std::vector<std::str
       }
     } else if (fs::exists(spec, ec)) {
       if (format_of(spec) == Format::kUnknown)
-        return Status::error("unknown input format: " + spec + " (expected .txt, .jsonl or .jsonl.zst)");
+        return Status::error("unknown input format: " + spec + " (expected .txt, .jsonl, .jsonl.zst or .parquet)");
       found.push_back(spec);
     } else if (spec.find_first_of("*?[") != std::string::npos) {
       glob_t g;
@@ -262,7 +289,8 @@ Status expand_inputs(const std::vector<std::string>& specs, std::vector<std::str
       return Status::error("input not found: " + spec + " (check the path)");
     }
     if (found.empty())
-      return Status::error("no .txt, .jsonl or .jsonl.zst files in " + spec + " (check the path or pattern)");
+      return Status::error("no .txt, .jsonl, .jsonl.zst or .parquet files in " + spec +
+                           " (check the path or pattern)");
     std::sort(found.begin(), found.end());
     files->insert(files->end(), found.begin(), found.end());
   }
@@ -274,7 +302,8 @@ Status expand_inputs(const std::vector<std::string>& specs, std::vector<std::str
   return ok_status();
 }
 
-Status open_files(const std::vector<std::string>& files, Utf8Policy policy, std::unique_ptr<DocumentSource>* out) {
+Status open_files(const std::vector<std::string>& files, Utf8Policy policy, std::unique_ptr<DocumentSource>* out,
+                  const std::string& text_column) {
   uint64_t total = 0;
   for (const auto& f : files) {
     std::error_code ec;
@@ -282,7 +311,8 @@ Status open_files(const std::vector<std::string>& files, Utf8Policy policy, std:
     if (ec) return Status::error("cannot read " + f + ": " + ec.message());
     total += sz;
   }
-  *out = std::make_unique<FileListSource>(files, policy, total);
+  if (text_column.empty()) return Status::error("--text-column must not be empty");
+  *out = std::make_unique<FileListSource>(files, policy, total, text_column);
   return ok_status();
 }
 

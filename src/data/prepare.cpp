@@ -48,9 +48,9 @@ Status resolve_inputs(const std::vector<std::string>& specs, bool allow_default,
   return ok_status();
 }
 
-Status open_source(const InputSet& in, Utf8Policy policy, std::unique_ptr<DocumentSource>* src) {
+Status open_source(const InputSet& in, const PrepareOptions& opt, std::unique_ptr<DocumentSource>* src) {
   if (in.use_default) return open_default_corpus(src);
-  return open_files(in.files, policy, src);
+  return open_files(in.files, opt.utf8, src, opt.text_column);
 }
 
 // Which documents of a source to keep: all, only the held-out ones, or all but the held-out ones.
@@ -90,7 +90,7 @@ Status train_tokenizer(const PrepareOptions& opt, const InputSet& train, Take ta
                        PrepareResult* res) {
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<DocumentSource> src;
-  FRONTIER_RETURN_IF_ERROR(open_source(train, opt.utf8, &src));
+  FRONTIER_RETURN_IF_ERROR(open_source(train, opt, &src));
   DocFilter filter(take, opt.val_every);
   BpeTrainer trainer(kNanochatPattern);
   FRONTIER_RETURN_IF_ERROR(trainer.status());
@@ -119,7 +119,7 @@ Status train_tokenizer(const PrepareOptions& opt, const InputSet& train, Take ta
 Status encode_split(const PrepareOptions& opt, const Tokenizer& tok, const InputSet& in, Take take,
                     const std::string& split, SplitStats* stats) {
   std::unique_ptr<DocumentSource> src;
-  FRONTIER_RETURN_IF_ERROR(open_source(in, opt.utf8, &src));
+  FRONTIER_RETURN_IF_ERROR(open_source(in, opt, &src));
   DocFilter filter(take, opt.val_every);
   const uint32_t bos = tok.bos_id(), V = tok.vocab_size();
   std::vector<uint32_t> tokens;
@@ -158,6 +158,7 @@ Status encode_split(const PrepareOptions& opt, const Tokenizer& tok, const Input
     prog.update(src->bytes_done());
   }
   FRONTIER_RETURN_IF_ERROR(flush());
+  stats->nulls = src->nulls_skipped();
   char buf[128];
   std::snprintf(buf, sizeof(buf), "%llu docs, %.2fM tokens", static_cast<unsigned long long>(stats->docs),
                 stats->tokens / 1e6);
@@ -232,6 +233,7 @@ Status prepare(const PrepareOptions& opt, PrepareResult* res) {
              {"shard_tokens", opt.shard_tokens},
              {"invalid_utf8", opt.utf8 == Utf8Policy::kReplace ? "replace" : "error"},
              {"pattern", kNanochatPattern}};
+  if (opt.text_column != "text") fp["text_column"] = opt.text_column;  // absent by default: old fingerprints hold
   for (auto& f : train.describe) fp["train"].push_back(f["sha256"]);
   for (auto& f : val.describe) fp["val"].push_back(f["sha256"]);
   // Input paths are bytes on Linux and need not be UTF-8, which JSON text must be: the manifest shows such bytes as

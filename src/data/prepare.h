@@ -28,12 +28,14 @@ struct PrepareOptions {
   uint64_t tokenizer_max_chars = 1000000000;   // BPE training reads at most this many bytes of train text
   uint64_t shard_tokens = 1ull << 25;          // a shard closes at the first document end past this many tokens
   Utf8Policy utf8 = Utf8Policy::kError;
+  std::string text_column = "text";            // the JSON field / Parquet column holding each document
   int threads = 0;                             // 0 = all cores (OpenMP default)
   bool progress = true;
 };
 
 struct SplitStats {
   uint64_t docs = 0, bytes = 0, tokens = 0;
+  uint64_t nulls = 0;  // null Parquet values skipped in the input this split was read from (not in the manifest)
   std::vector<std::string> shards;
 };
 

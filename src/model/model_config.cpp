@@ -13,8 +13,10 @@ void add_model_keys(ConfigSchema* s) {
   s->add_int("model.n_kv_head", 0, "key/value heads for GQA (0 = n_head)", {0, 65536});
   s->add_int("model.dim", 0, "explicit model_dim (0 = derive from depth); must be a multiple of head_dim",
              {0, 65536});
-  s->add_int("model.vocab_size", 8192, "vocabulary size; must match the prepared data's tokenizer",
-             {265, 1 << 24});
+  s->add_int("model.vocab_size", 0,
+             "vocabulary size (0 = the prepared data's, so `prepare --vocab-size N` needs nothing more; 8192 where "
+             "no data is at hand); set explicitly, it must match the data's tokenizer",
+             {0, 1 << 24});
   s->add_int("model.seq_len", 512, "sequence length T (the autoresearch value is 2048)", {1, 1 << 20});
   s->add_int("model.ce_vocab_chunk", 0,
              "0: the lm_head writes the (N, V) logits; > 0: lm_head + softcap CE fused over vocabulary chunks of "
@@ -26,6 +28,7 @@ Status derive_model_shape(const Config& cfg, ModelShape* m) {
   int64_t depth = cfg.get_int("model.depth"), aspect = cfg.get_int("model.aspect_ratio");
   int64_t hd = cfg.get_int("model.head_dim"), kv = cfg.get_int("model.n_kv_head"), dim = cfg.get_int("model.dim");
   int64_t V = cfg.get_int("model.vocab_size"), T = cfg.get_int("model.seq_len");
+  if (V == 0) V = 8192;  // nanochat's; `frontier train` puts the data's in its place before this (train.cpp)
   if (depth < 1 || depth > 256) return Status::error("model.depth must be in 1..256, got " + std::to_string(depth));
   if (hd < 1) return Status::error("model.head_dim must be positive");
   if (hd % 2) return Status::error("model.head_dim must be even (rotary embeddings rotate pairs), got " +
@@ -37,6 +40,10 @@ Status derive_model_shape(const Config& cfg, ModelShape* m) {
     return Status::error("model.dim " + std::to_string(dim) + " is not divisible by model.head_dim " +
                          std::to_string(hd) + " (use a multiple of " + std::to_string(hd) + ")");
   }
+  // The value-embedding gate reads the first 32 channels of x (nanochat's ve_gate_channels).
+  if (dim < 32)
+    return Status::error("model.dim " + std::to_string(dim) + " is below 32, the channels the value-embedding gate "
+                         "reads (raise model.dim or model.depth)");
   int64_t nh = dim / hd;
   if (kv == 0) kv = nh;
   if (kv < 1 || nh % kv != 0)

@@ -73,7 +73,13 @@ void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps, Precision
 }
 
 Optimizer::Optimizer(Gpt& gpt, const OptimConfig& cfg) : gpt_(gpt), cfg_(cfg) {
-  state_.assign(3 * gpt.weights().size(), 0.f);
+  set_owned_range(0, static_cast<int64_t>(gpt.weights().size()));
+}
+
+void Optimizer::set_owned_range(int64_t lo, int64_t hi) {
+  lo_ = lo;
+  hi_ = hi;
+  state_.assign(3 * (hi - lo), 0.f);
 }
 
 AdamGroupInfo Optimizer::adam_settings(const ParamInfo& p) const {
@@ -96,11 +102,11 @@ float Optimizer::muon_lr(const ParamInfo& p) const {
 }
 
 void Optimizer::adam_update(const ParamInfo& p, const AdamGroupInfo& g, float lr_mult) {
-  const int64_t n = p.numel(), N = static_cast<int64_t>(gpt_.weights().size());
+  const int64_t n = p.numel(), N = hi_ - lo_;
   float* w = gpt_.weights().data() + p.offset;
   const float* gr = gpt_.grads().data() + p.offset;
-  float* m = state_.data() + p.offset;
-  float* v = state_.data() + N + p.offset;
+  float* m = state_.data() + (p.offset - lo_);
+  float* v = state_.data() + N + (p.offset - lo_);
   const float lr = g.lr * lr_mult;
   const double bc1 = 1.0 - std::pow(static_cast<double>(g.beta1), static_cast<double>(t_));
   const double bc2 = 1.0 - std::pow(static_cast<double>(g.beta2), static_cast<double>(t_));
@@ -117,10 +123,10 @@ void Optimizer::adam_update(const ParamInfo& p, const AdamGroupInfo& g, float lr
 }
 
 void Optimizer::muon_update(const ParamInfo& p, float lr, float momentum, float wd) {
-  const int64_t n = p.numel(), N = static_cast<int64_t>(gpt_.weights().size());
+  const int64_t n = p.numel(), N = hi_ - lo_;
   float* w = gpt_.weights().data() + p.offset;
   const float* gr = gpt_.grads().data() + p.offset;
-  float* buf = state_.data() + 2 * N + p.offset;
+  float* buf = state_.data() + 2 * N + (p.offset - lo_);
   std::vector<float> u(n);
   {
     ProfScope ps("muon.momentum", "optim", 6.0 * n, 4.0 * 4 * n);  // g read, buf read and written, u written
@@ -149,6 +155,7 @@ void Optimizer::step(float lr_mult, float muon_momentum, float progress) {
   std::vector<const ParamInfo*> matrices;
   double flops = 0, bytes = 0;
   for (const auto& p : gpt_.params()) {
+    if (p.offset < lo_ || p.offset >= hi_) continue;  // another rank's (sharded optimizer)
     if (p.group == ParamGroup::kMatrix) {
       matrices.push_back(&p);
       const double r = std::min(p.shape[0], p.shape[1]), c = std::max(p.shape[0], p.shape[1]), n = r * c;

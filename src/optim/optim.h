@@ -44,7 +44,14 @@ class Optimizer {
   void step(float lr_mult, float muon_momentum, float progress);
   int64_t steps() const { return t_; }
   void set_steps(int64_t t) { t_ = t; }  // resume: Adam's bias correction continues from here
-  std::vector<float>& state() { return state_; }  // [adam m | adam v | muon momentum], arena layout each
+  // [adam m | adam v | muon momentum], each over the owned range of the arena (all of it unless sharded).
+  std::vector<float>& state() { return state_; }
+  // Sharded optimizer (dist/shard_plan.h): this process updates, and keeps state for, only the parameters in the
+  // arena range [lo, hi) (whole parameters); call before the first step (the state is reset).
+  void set_owned_range(int64_t lo, int64_t hi);
+  int64_t owned_lo() const { return lo_; }
+  int64_t owned_hi() const { return hi_; }
+  const OptimConfig& config() const { return cfg_; }
   AdamGroupInfo adam_settings(const ParamInfo& p) const;
   float muon_lr(const ParamInfo& p) const;
 
@@ -54,6 +61,7 @@ class Optimizer {
   Gpt& gpt_;
   OptimConfig cfg_;
   int64_t t_ = 0;
+  int64_t lo_ = 0, hi_ = 0;  // owned arena range
   std::vector<float> state_;
 };
 

@@ -197,6 +197,11 @@ TrialResult run_trial(const ResearchOptions& o, const std::map<std::string, std:
   for (const auto& [k, v] : set) p.argv.insert(p.argv.end(), {"--set", k + "=" + v});
   p.argv.insert(p.argv.end(),
                 {"--set", "train.seed=" + std::to_string(seed), "--set", "train.run_dir=" + dir + "/run"});
+  if (o.ranks > 1) {  // the trial under mpirun; as root OpenMPI wants to be told that this is intended
+    std::vector<std::string> launch = {o.mpirun, "-np", std::to_string(o.ranks)};
+    if (geteuid() == 0) launch.push_back("--allow-run-as-root");
+    p.argv.insert(p.argv.begin(), launch.begin(), launch.end());
+  }
   const std::string log = dir + "/train.log";
   p.stdout_path = log;
   p.stderr_to_stdout = true;
@@ -610,6 +615,27 @@ Status run_research(const ResearchOptions& opt) {
     return ok_status();
   };
   int interrupted_id = -1;  // the trial a stop signal cut short
+  // budget_mode = probe: one measured step time per speed signature (the keys that change a step's time), taken
+  // from the first trial that measured it (also after a restart: from the ledger's summaries).
+  auto speed_signature = [](const std::map<std::string, std::string>& set) {
+    std::string sig;
+    for (const auto& [k, v] : set)
+      if (k.rfind("model.", 0) == 0 || k == "train.micro_batch" || k == "train.total_batch_tokens" ||
+          k == "train.precision" || k == "train.threads" || k == "train.data_streams")
+        sig += k + "=" + v + ";";
+    return sig;
+  };
+  std::map<std::string, double> probes;
+  auto learn_probe = [&](const json& e) {
+    if (!e.contains("summary") || !e["summary"].is_object() || !e.contains("set") || !e["set"].is_object()) return;
+    auto p = e["summary"].find("probe_step_seconds");
+    if (p == e["summary"].end() || !p->is_number() || !(p->get<double>() > 0)) return;
+    std::map<std::string, std::string> set;
+    for (auto it = e["set"].begin(); it != e["set"].end(); ++it)
+      set[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
+    probes.emplace(speed_signature(set), p->get<double>());
+  };
+  for (const auto& e : S.ledger) learn_probe(e);
   // Runs one trial: its "running" entry is saved first, so a killed loop leaves a trace the next one records.
   auto run_one = [&](const std::map<std::string, std::string>& set, const std::string& desc, double budget,
                      uint64_t seed, const std::string& phase, TrialResult* r, json* e) -> Status {
@@ -623,7 +649,17 @@ Status run_research(const ResearchOptions& opt) {
     FRONTIER_RETURN_IF_ERROR(S.save());
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);  // a directory no ledger entry owns (ids are never reused)
-    *r = run_trial(o, set, budget, seed, dir);
+    std::map<std::string, std::string> run_set = set;
+    if (o.budget_mode == "probe") {
+      run_set["train.budget_mode"] = "probe";
+      auto known = probes.find(speed_signature(set));
+      if (known != probes.end()) {
+        char buf[64];
+        std::snprintf(buf, sizeof(buf), "%.17g", known->second);
+        run_set["train.probe_step_seconds"] = buf;
+      }
+    }
+    *r = run_trial(o, run_set, budget, seed, dir);
     if (r->status == "interrupted") interrupted_id = (*e)["id"].get<int>();
     e->erase("loop_pid");
     (*e)["val_bpb"] = r->val_bpb;
@@ -631,6 +667,7 @@ Status run_research(const ResearchOptions& opt) {
     (*e)["seconds"] = r->seconds;
     (*e)["summary"] = r->summary;
     (*e)["error"] = r->error;
+    learn_probe(*e);
     return ok_status();
   };
   const Status stopped = Status::error("stopped");  // replaced by the message below once the loop unwinds

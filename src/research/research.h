@@ -64,6 +64,12 @@ struct ResearchOptions {
   std::string data;                 // overrides train.data of the base (optional)
   std::vector<std::string> extra_sets;  // applied to every trial (e.g. model.vocab_size for a dataset)
   std::string frontier_bin;         // the frontier executable to run trials with (default /proc/self/exe)
+  int ranks = 1;                    // > 1: each trial runs under `mpirun -np ranks` (docs/distributed.md)
+  // probe (default): every trial trains budget / step-time steps (train.budget_mode = probe), and trials whose
+  // speed-relevant keys (model.*, batch, precision, threads) are the same share one measured step time, so their
+  // step counts are equal and a difference in val_bpb is the change's, not the machine's. wall: wall-clock budgets.
+  std::string budget_mode = "probe";
+  std::string mpirun = "mpirun";    // the launcher (found on PATH)
 };
 
 // Every numeric option is checked first (finite, in range: an error names the option).

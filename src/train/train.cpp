@@ -24,6 +24,8 @@
 #include "kernels/isa.h"
 #include "data/dataset.h"
 #include "data/loader.h"
+#include "dist/comm.h"
+#include "dist/shard_plan.h"
 #include "model/gpt.h"
 #include "model/model_config.h"
 #include "optim/optim.h"
@@ -32,6 +34,7 @@
 #include "train/memory.h"
 #include "util/file.h"
 #include "util/file_lock.h"
+#include "util/sha256.h"
 #include "util/stop_signal.h"
 
 namespace frontier {
@@ -100,6 +103,15 @@ ConfigSchema train_schema() {
   s.add_float("train.checkpoint_every_seconds", 60.0, "write a resumable checkpoint this often (0 = at the end only)",
               {0, 1e9});
   s.add_int("train.checkpoint_every_steps", 0, "also checkpoint every N steps (0 = off)", {0, 1e15});
+  s.add_string("train.budget_mode", "wall",
+               "wall: train until budget_seconds of step time are spent (the competition's scoring mode); probe: "
+               "time the step first (2 warm-up + 5 timed steps, median), train exactly budget_seconds / step time "
+               "steps with schedules on step progress: bit-reproducible given the step count, and faster steps "
+               "still buy more of them (docs/agents.md)");
+  s.add_float("train.probe_step_seconds", 0.0,
+              "budget_mode = probe: the step time to divide the budget by (0 = measure it; the run records what it "
+              "measured here, and `frontier research` passes one probe to every trial of the same speed)",
+              {0, 1e9});
   s.add_int("train.seed", 42, "initialisation and data-order seed", {0, 9.2e18});
   s.add_int("train.threads", 0, "threads (0 = all cores)", {0, 4096});
   s.add_string("train.run_dir", "", "run directory (default runs/<date>-<time>)");
@@ -109,6 +121,18 @@ ConfigSchema train_schema() {
   s.add_float("train.peak_gflops", 0.0,
               "peak GFLOP/s for MFU (0 = the precision's unit from `frontier calibrate`'s file, else measured)",
               {0, 1e12});
+  s.add_int("train.data_streams", 0,
+            "independent data streams (0 = one per rank): rank r of R reads streams r, r+R, ...; its accumulation "
+            "micro-steps cycle through them. Set it to resume on another rank count, or to make 1 process read as "
+            "R ranks do",
+            {0, 65536});
+  s.add_bool("train.shard_optimizer", true,
+             "ranks > 1: each rank runs Muon/AdamW and keeps state for its share of the parameters (reduce-scatter "
+             "+ all-gather); false: all-reduce and every rank updates everything");
+  s.add_float("train.comm_timeout_seconds", 600.0,
+              "ranks > 1: a rank that does not reach the gradient exchange (or a collective that does not end) "
+              "within this time ends the job with an error naming it",
+              {0.1, 1e6});
   s.add_int("eval.tokens", 32768, "validation tokens scored for val_bpb", {1, 1e12});
   s.add_int("eval.batch", 8, "validation sequences per forward", {1, 1 << 20});
   return s;
@@ -142,6 +166,13 @@ std::string TrainSummary::format() const {
   if (!mfu_peak.empty()) line("mfu_peak", mfu_peak);
   if (!tokenizer_id.empty()) line("tokenizer_id", tokenizer_id);
   if (!data_id.empty()) line("data_id", data_id);
+  if (budget_mode == "probe") {
+    line("budget_mode", "probe");
+    line("probe_step_seconds", num("%.5f", probe_step_seconds));
+  }
+  if (ranks > 0) line("ranks", std::to_string(ranks));
+  if (threads > 0) line("threads_per_rank", std::to_string(threads));
+  if (ranks > 1) line("comm_ms_per_step", num("%.1f", comm_ms_per_step));
   if (!not_saved.empty()) line("not_saved", not_saved);
   return out;
 }
@@ -162,7 +193,8 @@ Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int
   int64_t split_tokens = 0;
   for (const auto& sh : shards) split_tokens += static_cast<int64_t>(sh.n_tokens());
   const int64_t steps = std::max<int64_t>(1, eval_tokens / (int64_t(B) * T));
-  if (steps * B * T > split_tokens)
+  Comm& comm = Comm::world();
+  if (steps * B * T > split_tokens && comm.root())
     std::fprintf(stderr, "warning: scoring %lld tokens, but the %s split of %s has %lld: some text is scored twice "
                  "(lower eval.tokens, or eval bpb --tokens, to at most %lld)\n", static_cast<long long>(steps * B * T),
                  split.c_str(), data.dir().c_str(), static_cast<long long>(split_tokens),
@@ -171,14 +203,18 @@ Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int
   std::vector<int32_t> x(B * T), y(B * T);
   std::vector<float> losses(B * T);
   double nats = 0, bytes = 0;
-  for (int64_t s = 0; s < steps; s++) {
+  Status bad;
+  for (int64_t s = 0; s < steps && bad.ok(); s++) {
     loader.next(x.data(), y.data());
+    if (s % comm.size() != comm.rank()) continue;  // another rank's batch
     Tape tape;
     gpt.forward(tape, x.data(), y.data(), B, T, nullptr, losses.data());
     for (int i = 0; i < B * T; i++) {
-      if (!std::isfinite(losses[i]))
-        return Status::error("the model's loss is not finite at validation position " + std::to_string(s * B * T + i) +
-                             " (its weights or activations overflow); val_bpb would be meaningless");
+      if (!std::isfinite(losses[i])) {
+        bad = Status::error("the model's loss is not finite at validation position " + std::to_string(s * B * T + i) +
+                            " (its weights or activations overflow); val_bpb would be meaningless");
+        break;
+      }
       int nb = tb[y[i]];
       if (nb > 0) {
         nats += losses[i];
@@ -186,6 +222,11 @@ Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int
       }
     }
   }
+  FRONTIER_RETURN_IF_ERROR(comm.agree(bad));
+  double sums[2] = {nats, bytes};
+  FRONTIER_RETURN_IF_ERROR(comm.allreduce_sum(sums, 2, "the val_bpb sums"));
+  nats = sums[0];
+  bytes = sums[1];
   if (bytes == 0) return Status::error("validation targets have no bytes (is token_bytes.bin all zeros?)");
   *bpb = nats / (std::log(2.0) * bytes);
   return ok_status();
@@ -241,14 +282,34 @@ Status meta_get(const nlohmann::json& meta, const char* key, const std::string& 
   return ok_status();
 }
 
+// Processes on this host started by the same mpirun (OpenMPI says), for the thread and memory defaults.
+int local_ranks() {
+  const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return v && std::atoi(v) > 0 ? std::atoi(v) : 1;
+}
+
+// CPUs this process may run on (mpirun binds each rank to a core by default).
+int affinity_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
 // One training run, in named phases: set up (validate, reserve the run dir, build, resume), the steps, save,
 // evaluate, finish. Each failure point is handled in one phase; nothing computed is lost on the way out.
+//
+// Under mpirun (docs/distributed.md) every rank runs the same phases on its own data streams; rank 0 alone owns
+// the run directory (lock, config, log, checkpoints, summary: the directory need not be shared between hosts),
+// reads a checkpoint on resume and broadcasts it, decides when the budget is spent, and prints. Errors found in
+// set-up are agreed (Comm::agree) so that every rank stops together and rank 0 prints one line; a rank that stops
+// answering later is named by the per-step liveness check and the job is aborted (Comm::abort_job).
 class TrainRun {
  public:
   TrainRun(const Config& cfg, const TrainOptions& o) : cfg_(cfg), opt_(o) {}
   Status setup();
   Status run_steps();
-  void save();          // the final (or interrupted) checkpoint; a failure is recorded, not fatal
+  bool root() const { return comm_.root(); }
+  Status save();  // the final (or interrupted) checkpoint; a failed write is recorded, not fatal
   Status evaluate();
   Status finish(TrainSummary* s);
   bool interrupted() const { return stop_signal_ != 0; }
@@ -256,14 +317,18 @@ class TrainRun {
   int stop_signal() const { return stop_signal_; }
 
  private:
+  Status setup_local();
+  Status check_ranks_agree();
+  Status probe();
   Status reserve_run_dir();
   Status check_disk_space();
   Status resume();
-  Status checkpoint(bool training_done);
+  Status checkpoint(bool training_done, Status* written);
+  Status exchange_gradients(double* loss_sum);
   void note_not_saved(const std::string& what, const Status& why);
   void fill_summary(TrainSummary* s);
 
-  const Config& cfg_;
+  Config cfg_;  // a copy: model.vocab_size = 0 becomes the data's
   TrainOptions opt_;
   Clock::time_point t_start_ = Clock::now();
   ModelShape shape_;
@@ -279,7 +344,12 @@ class TrainRun {
   DirLock lock_;
   std::unique_ptr<Gpt> gpt_;
   std::unique_ptr<Optimizer> optim_;
-  BestFitLoader loader_;
+  Comm& comm_ = Comm::world();
+  int streams_ = 1;                     // data streams in all; this rank reads streams rank, rank + R, ...
+  std::vector<BestFitLoader> loaders_;  // this rank's streams, in order
+  std::vector<float> stream_grads_;     // more than one stream on this rank: their gradients' running sum
+  bool sharded_ = false;                // ranks > 1 with train.shard_optimizer
+  ShardPlan plan_;
   double flops_per_token_ = 0, peak_ = 0;
   std::string peak_unit_;
   // Progress, restored on resume.
@@ -287,70 +357,28 @@ class TrainRun {
   int64_t step_ = 0, tokens_ = 0, steps_here_ = 0;
   std::string kept_log_;
   bool eval_only_ = false;
+  bool probe_measured_ = false;
+  double probe_step_s_ = 0;  // budget_mode = probe
   int stop_signal_ = 0;
   std::string not_saved_;
 };
 
 Status TrainRun::setup() {
-  FRONTIER_RETURN_IF_ERROR(train_schema().validate(cfg_));
-  FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg_, &shape_));
-  budget_ = cfg_.get_float("train.budget_seconds");
-  B_ = static_cast<int>(cfg_.get_int("train.micro_batch"));
-  T_ = shape_.seq_len;
-  total_ = cfg_.get_int("train.total_batch_tokens");
-  if (total_ == 0) total_ = int64_t(B_) * T_;
-  if (total_ % (int64_t(B_) * T_) != 0)
-    return Status::error("train.total_batch_tokens " + std::to_string(total_) + " is not divisible by micro_batch * "
-                         "seq_len = " + std::to_string(int64_t(B_) * T_) + " (choose a multiple)");
-  accum_ = total_ / (int64_t(B_) * T_);
-  threads_ = static_cast<int>(cfg_.get_int("train.threads"));
-  if (threads_ > 0) omp_set_num_threads(threads_);
-  threads_ = omp_get_max_threads();
-
-  FRONTIER_RETURN_IF_ERROR(data_.open(cfg_.get_string("train.data")));
-  if (static_cast<int>(data_.tokenizer().vocab_size()) != shape_.vocab_size)
-    return Status::error("model.vocab_size " + std::to_string(shape_.vocab_size) + " does not match the data's "
-                         "tokenizer (" + std::to_string(data_.tokenizer().vocab_size()) + "); set model.vocab_size=" +
-                         std::to_string(data_.tokenizer().vocab_size()));
-  identity_ = RunIdentity::of(data_);
-  FRONTIER_RETURN_IF_ERROR(data_.open_split("train", &train_shards_));
-  FRONTIER_RETURN_IF_ERROR(resolve_precision(cfg_.get_string("train.precision"), &prec_));
-
-  // Refuse what cannot fit before allocating anything large.
-  mem_ = estimate_train_memory(shape_, B_, cfg_.get_int("eval.batch"));
-  const double avail = available_memory_bytes();
-  if (avail > 0 && mem_.total() > avail) {
-    const bool acts = mem_.activations_bytes > mem_.params_bytes;
-    char buf[512];
-    std::snprintf(buf, sizeof(buf), "this config needs about %s, but %.2f GB of memory is available; lower %s",
-                  mem_.describe().c_str(), avail / 1e9,
-                  acts ? "train.micro_batch (activations; keep the batch with train.total_batch_tokens) or "
-                         "model.seq_len"
-                       : "model.depth or model.dim (parameters)");
-    return Status::error(buf);
+  if (!root()) std::freopen("/dev/null", "w", stdout);  // rank 0 prints for the job
+  comm_.set_timeout(cfg_.get_float("train.comm_timeout_seconds"));
+  // Each phase ends with the ranks agreeing: all go on, or all stop with rank 0 printing the first error.
+  FRONTIER_RETURN_IF_ERROR(comm_.agree(setup_local()));
+  FRONTIER_RETURN_IF_ERROR(check_ranks_agree());
+  if (opt_.resume_dir.empty()) FRONTIER_RETURN_IF_ERROR(probe());  // a resumed run's config holds its probe
+  Status s;
+  if (root()) {
+    s = reserve_run_dir();
+    if (s.ok()) s = check_disk_space();
   }
-
-  FRONTIER_RETURN_IF_ERROR(reserve_run_dir());
+  FRONTIER_RETURN_IF_ERROR(comm_.agree(s));
+  FRONTIER_RETURN_IF_ERROR(comm_.bcast(&run_dir_, "the run directory's name"));
   ckpt_path_ = run_dir_ + "/model.ckpt";
   log_path_ = run_dir_ + "/log.jsonl";
-
-  gpt_ = std::make_unique<Gpt>(shape_);
-  gpt_->init_nanochat(static_cast<uint64_t>(cfg_.get_int("train.seed")));
-  OptimConfig oc;
-  oc.ns_precision = prec_;
-  oc.matrix_lr = static_cast<float>(cfg_.get_float("optim.matrix_lr"));
-  oc.embedding_lr = static_cast<float>(cfg_.get_float("optim.embedding_lr"));
-  oc.unembedding_lr = static_cast<float>(cfg_.get_float("optim.unembedding_lr"));
-  oc.scalar_lr = static_cast<float>(cfg_.get_float("optim.scalar_lr"));
-  oc.weight_decay = static_cast<float>(cfg_.get_float("optim.weight_decay"));
-  optim_ = std::make_unique<Optimizer>(*gpt_, oc);
-  FRONTIER_RETURN_IF_ERROR(check_disk_space());
-
-  LoaderConfig lc;
-  lc.B = B_;
-  lc.T = T_;
-  lc.seed = static_cast<uint64_t>(cfg_.get_int("train.seed"));
-  FRONTIER_RETURN_IF_ERROR(loader_.init(train_shards_, lc));
   if (!opt_.resume_dir.empty()) FRONTIER_RETURN_IF_ERROR(resume());
 
   // Parameter counts by group and FLOPs per token (nanochat: 6 x matmul params + 12 * L * H * D * T).
@@ -363,29 +391,212 @@ Status TrainRun::setup() {
   }
   flops_per_token_ = gpt_->flops_per_token();
   // Training needs only the compute peak: a bandwidth of 1 (unused) spares the seconds of a triad measurement.
+  // Under mpirun the peak is the job's: R ranks' threads.
   const Ceilings ceil = machine_ceilings(threads_, prec_, cfg_.get_float("train.peak_gflops"), 1.0);
-  peak_ = ceil.peak_gflops;
+  peak_ = ceil.peak_gflops * comm_.size();
   peak_unit_ = ceil.unit;
   const std::string peak_src = ceil.source == "given"           ? "train.peak_gflops"
                                : ceil.source == "measured now" ? "measured now; `frontier calibrate` saves it"
                                                                 : ceil.source;
+  const OptimConfig& oc = optim_->config();
   std::printf("model: %s\n", shape_.describe().c_str());
   std::printf("params: %.3fM total = matrices %.3fM + embeddings %.3fM + lm_head %.3fM + scalars %lld\n",
               gpt_->n_params() / 1e6, n_matrix / 1e6, n_emb / 1e6, n_head / 1e6, static_cast<long long>(n_scalar));
   std::printf("%s\n", kernels_banner().c_str());
   std::printf("precision: %s (train.precision = %s)\n", precision_name(prec_),
               cfg_.get_string("train.precision").c_str());
-  std::printf("batch: %d x %d tokens x %lld accumulation = %lld tokens/step; flops/token %.3g; %s peak %.1f "
-              "GFLOP/s (%d threads, %s)\n",
-              B_, T_, static_cast<long long>(accum_), static_cast<long long>(total_), flops_per_token_,
-              ceil.unit.c_str(), peak_, threads_, peak_src.c_str());
-  std::printf("memory: about %s (estimate); %.1f GB available\n", mem_.describe().c_str(), avail / 1e9);
+  if (comm_.distributed())
+    std::printf("ranks: %d x %d threads (mpirun); %d data streams; optimizer %s; comm timeout %.0fs\n", comm_.size(),
+                threads_, streams_, sharded_ ? ("sharded: " + plan_.describe()).c_str() : "replicated (all-reduce)",
+                comm_.timeout());
+  std::printf("batch: %d x %d tokens x %lld accumulation x %d ranks = %lld tokens/step; flops/token %.3g; %s peak "
+              "%.1f GFLOP/s (%d ranks x %d threads, %s)\n",
+              B_, T_, static_cast<long long>(accum_), comm_.size(), static_cast<long long>(total_), flops_per_token_,
+              ceil.unit.c_str(), peak_, comm_.size(), threads_, peak_src.c_str());
+  std::printf("memory: about %s per rank (estimate); %.1f GB available\n", mem_.describe().c_str(),
+              available_memory_bytes() / 1e9);
   std::printf("data: %s (tokenizer %s, data %s)\n", data_.dir().c_str(), short_hash(identity_.tokenizer).c_str(),
               short_hash(identity_.data).c_str());
   std::printf("lr: matrix %.4g, embedding %.4g, lm_head %.4g (x (dim/768)^-0.5 = %.3f); budget %.1fs; run dir %s\n",
               oc.matrix_lr, oc.embedding_lr, oc.unembedding_lr, std::pow(shape_.dim / 768.0, -0.5), budget_,
               run_dir_.c_str());
   std::fflush(stdout);
+  return ok_status();
+}
+
+// Everything a rank can check and build on its own: config, data, memory, model, optimizer, loaders.
+Status TrainRun::setup_local() {
+  FRONTIER_RETURN_IF_ERROR(train_schema().validate(cfg_));
+  // The vocabulary belongs to the data: model.vocab_size = 0 (the default) takes the prepared tokenizer's, and the
+  // resolved value is what config.toml and the checkpoint record.
+  FRONTIER_RETURN_IF_ERROR(data_.open(cfg_.get_string("train.data")));
+  const int64_t data_vocab = static_cast<int64_t>(data_.tokenizer().vocab_size());
+  if (cfg_.get_int("model.vocab_size") == 0) cfg_.set("model.vocab_size", data_vocab);
+  FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg_, &shape_));
+  const int R = comm_.size();
+  budget_ = cfg_.get_float("train.budget_seconds");
+  B_ = static_cast<int>(cfg_.get_int("train.micro_batch"));
+  T_ = shape_.seq_len;
+  const int64_t per_micro = int64_t(B_) * T_ * R;  // tokens of one micro-step over all ranks
+  total_ = cfg_.get_int("train.total_batch_tokens");
+  if (total_ == 0) total_ = per_micro;
+  if (total_ % per_micro != 0)
+    return Status::error("train.total_batch_tokens " + std::to_string(total_) + " is not divisible by micro_batch * "
+                         "seq_len" + (R > 1 ? " * ranks" : "") + " = " + std::to_string(per_micro) +
+                         " (choose a multiple)");
+  accum_ = total_ / per_micro;
+  streams_ = static_cast<int>(cfg_.get_int("train.data_streams"));
+  if (streams_ == 0) streams_ = R;
+  if (streams_ % R != 0)
+    return Status::error("train.data_streams = " + std::to_string(streams_) + " is not a multiple of the " +
+                         std::to_string(R) + " ranks (each rank reads the same number of streams)");
+  threads_ = static_cast<int>(cfg_.get_int("train.threads"));
+  const int cpus = affinity_cpus();
+  if (threads_ == 0 && comm_.distributed()) {
+    // All cores shared by this host's ranks, within what mpirun bound this rank to.
+    threads_ = std::max(1, omp_get_num_procs() / local_ranks());
+    if (cpus > 0) threads_ = std::min(threads_, cpus);
+  } else if (threads_ > 0 && comm_.distributed() && cpus > 0 && threads_ > cpus && root()) {
+    std::fprintf(stderr, "warning: train.threads = %d, but mpirun bound each rank to %d CPU(s): pass `--bind-to "
+                 "none` or `--map-by slot:PE=%d` to mpirun\n", threads_, cpus, threads_);
+  }
+  if (threads_ > 0) omp_set_num_threads(threads_);
+  threads_ = omp_get_max_threads();
+
+  if (data_vocab != shape_.vocab_size)
+    return Status::error("model.vocab_size " + std::to_string(shape_.vocab_size) + " does not match the data's "
+                         "tokenizer (" + std::to_string(data_vocab) + "); set model.vocab_size=" +
+                         std::to_string(data_vocab) + " or leave it unset (0: the data's)");
+  identity_ = RunIdentity::of(data_);
+  FRONTIER_RETURN_IF_ERROR(data_.open_split("train", &train_shards_));
+  FRONTIER_RETURN_IF_ERROR(resolve_precision(cfg_.get_string("train.precision"), &prec_));
+
+  // Refuse what cannot fit before allocating anything large (every rank on this host needs its share).
+  mem_ = estimate_train_memory(shape_, B_, cfg_.get_int("eval.batch"));
+  const double avail = available_memory_bytes();
+  const int here = comm_.distributed() ? local_ranks() : 1;
+  if (avail > 0 && mem_.total() * here > avail) {
+    const bool acts = mem_.activations_bytes > mem_.params_bytes;
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), "this config needs about %s%s, but %.2f GB of memory is available; lower %s",
+                  mem_.describe().c_str(), here > 1 ? (" per rank x " + std::to_string(here) + " ranks on this "
+                  "host").c_str() : "", avail / 1e9,
+                  acts ? "train.micro_batch (activations; keep the batch with train.total_batch_tokens) or "
+                         "model.seq_len"
+                       : "model.depth or model.dim (parameters)");
+    return Status::error(buf);
+  }
+
+  gpt_ = std::make_unique<Gpt>(shape_);
+  gpt_->init_nanochat(static_cast<uint64_t>(cfg_.get_int("train.seed")));
+  OptimConfig oc;
+  oc.ns_precision = prec_;
+  oc.matrix_lr = static_cast<float>(cfg_.get_float("optim.matrix_lr"));
+  oc.embedding_lr = static_cast<float>(cfg_.get_float("optim.embedding_lr"));
+  oc.unembedding_lr = static_cast<float>(cfg_.get_float("optim.unembedding_lr"));
+  oc.scalar_lr = static_cast<float>(cfg_.get_float("optim.scalar_lr"));
+  oc.weight_decay = static_cast<float>(cfg_.get_float("optim.weight_decay"));
+  optim_ = std::make_unique<Optimizer>(*gpt_, oc);
+  sharded_ = comm_.distributed() && cfg_.get_bool("train.shard_optimizer");
+  if (sharded_) {
+    plan_ = plan_optimizer_shards(gpt_->params(), R, oc.ns_steps);
+    optim_->set_owned_range(plan_.lo(comm_.rank()), plan_.hi(comm_.rank()));
+  }
+
+  for (int st = comm_.rank(); st < streams_; st += R) {
+    LoaderConfig lc;
+    lc.B = B_;
+    lc.T = T_;
+    lc.seed = static_cast<uint64_t>(cfg_.get_int("train.seed"));
+    lc.rank = st;
+    lc.world = streams_;
+    loaders_.emplace_back();
+    Status s = loaders_.back().init(train_shards_, lc);
+    if (!s.ok() && streams_ > 1)
+      return Status::error("data stream " + std::to_string(st) + " of " + std::to_string(streams_) + ": " +
+                           s.message() + "; the train split of " + data_.dir() + " is too small for " +
+                           std::to_string(streams_) + " streams (fewer ranks, or train.data_streams, or more data)");
+    FRONTIER_RETURN_IF_ERROR(s);
+  }
+  return ok_status();
+}
+
+// Ranks must run the same binary on the same config and data: a hash of each, compared on rank 0, which names the
+// first rank that differs.
+Status TrainRun::check_ranks_agree() {
+  if (!comm_.distributed()) return ok_status();
+  std::string exe_hash;
+  Status s = sha256_file("/proc/self/exe", &exe_hash);
+  if (!s.ok()) exe_hash = "unknown";
+  const std::string mine[3] = {sha256_hex(cfg_.to_toml()), exe_hash, identity_.tokenizer + identity_.data};
+  std::vector<std::string> all;
+  FRONTIER_RETURN_IF_ERROR(comm_.gather_strings(mine[0] + " " + mine[1] + " " + mine[2], &all, "the config check"));
+  Status verdict;
+  if (root()) {
+    const char* what[3] = {"config (its --config/--set/--budget/--data)", "frontier binary", "prepared data"};
+    for (int r = 1; r < comm_.size() && verdict.ok(); r++) {
+      std::istringstream in(all[r]);
+      std::string theirs[3];
+      in >> theirs[0] >> theirs[1] >> theirs[2];
+      for (int k = 0; k < 3; k++)
+        if (theirs[k] != mine[k]) {
+          verdict = Status::error("rank " + std::to_string(r) + " runs a different " + what[k] + " than rank 0 (" +
+                                  theirs[k].substr(0, 12) + " vs " + mine[k].substr(0, 12) + "): start every rank " +
+                                  "with the same command line, binary and data");
+          break;
+        }
+    }
+  }
+  return comm_.share(verdict);
+}
+
+// budget_mode = probe: the step's time, measured on this model before training (2 warm-up and 5 timed steps on
+// random tokens, the median; every rank measures at once, as they will train, and rank 0's figure counts), turns
+// the budget into train.max_steps. Weights and optimizer state are then reset to the seed's initialisation, and the
+// resolved figures go into the config that config.toml and the checkpoint record (a resume trains the same steps).
+Status TrainRun::probe() {
+  const std::string mode = cfg_.get_string("train.budget_mode");
+  if (mode == "wall") return ok_status();
+  if (mode != "probe") return comm_.share(Status::error("train.budget_mode = '" + mode + "' is not wall or probe"));
+  double t = cfg_.get_float("train.probe_step_seconds");
+  probe_measured_ = t == 0;
+  if (probe_measured_) {
+    std::vector<int32_t> x(int64_t(B_) * T_), y(int64_t(B_) * T_);
+    uint64_t st = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < x.size(); i++) {
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      x[i] = static_cast<int32_t>((st >> 33) % shape_.vocab_size);
+      y[i] = static_cast<int32_t>((st >> 13) % shape_.vocab_size);
+    }
+    std::vector<double> times;
+    for (int s = 0; s < 7; s++) {
+      auto t0 = Clock::now();
+      gpt_->zero_grad();
+      for (int64_t a = 0; a < accum_; a++) {
+        Tape tape;
+        tape.set_precision(prec_);
+        Var loss = gpt_->forward(tape, x.data(), y.data(), B_, T_);
+        tape.backward(loss, 1.0f / static_cast<float>(accum_));
+      }
+      optim_->step(1.0f, 0.85f, 0.0f);
+      if (s >= 2) times.push_back(since(t0));
+    }
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    t = times[times.size() / 2];
+    FRONTIER_RETURN_IF_ERROR(comm_.bcast(&t, sizeof(t), "the probe's step time"));
+    gpt_->init_nanochat(static_cast<uint64_t>(cfg_.get_int("train.seed")));  // as if the probe never ran
+    optim_->set_owned_range(optim_->owned_lo(), optim_->owned_hi());
+    optim_->set_steps(0);
+  }
+  int64_t steps = std::max<int64_t>(1, static_cast<int64_t>(budget_ / t));
+  const int64_t cap = cfg_.get_int("train.max_steps");
+  if (cap > 0) steps = std::min(steps, cap);
+  cfg_.set("train.probe_step_seconds", t);
+  cfg_.set("train.max_steps", steps);
+  probe_step_s_ = t;
+  std::printf("budget: probe mode: %.4f s per step (%s) -> %lld steps for %.1f s\n", t,
+              probe_measured_ ? "median of 5 after 2 warm-up, measured now" : "train.probe_step_seconds",
+              static_cast<long long>(steps), budget_);
   return ok_status();
 }
 
@@ -430,7 +641,7 @@ Status TrainRun::check_disk_space() {
   struct statvfs fs;
   if (statvfs(run_dir_.c_str(), &fs) != 0) return ok_status();  // cannot tell: the writes will say
   const double free_b = static_cast<double>(fs.f_bavail) * fs.f_frsize;
-  const double ckpt = 4.0 * (gpt_->weights().size() + optim_->state().size()) + 1e6;
+  const double ckpt = 4.0 * 4.0 * gpt_->weights().size() + 1e6;  // weights + 3 optimizer states, all ranks'
   const double need = (opt_.resume_dir.empty() ? 2.0 : 1.0) * ckpt + 16e6;
   if (free_b < need) {
     char buf[256];
@@ -441,47 +652,88 @@ Status TrainRun::check_disk_space() {
   return ok_status();
 }
 
-// Weights, optimizer state and step, budget used, tokens and the loader's exact position; the data must be the data
-// the run started on.
+// Weights, optimizer state and step, budget used, tokens and each data stream's exact position; the data must be
+// the data the run started on. Rank 0 reads the checkpoint and broadcasts it (the run directory is its alone); each
+// rank keeps its share of the optimizer state.
 Status TrainRun::resume() {
   std::string toml, meta_text;
   std::vector<float> w, st;
-  FRONTIER_RETURN_IF_ERROR(load_checkpoint(ckpt_path_, &toml, &meta_text, &w, &st));
+  const int64_t N = static_cast<int64_t>(gpt_->weights().size());
+  Status s;
+  if (root()) {
+    s = load_checkpoint(ckpt_path_, &toml, &meta_text, &w, &st);
+    if (s.ok() && (static_cast<int64_t>(w.size()) != N || static_cast<int64_t>(st.size()) != 3 * N))
+      s = Status::error(ckpt_path_ + " does not fit this run's model (was " + run_dir_ + "/config.toml edited?)");
+    if (s.ok()) s = check_finite(w, ckpt_path_);
+  }
+  FRONTIER_RETURN_IF_ERROR(comm_.agree(s));
+  FRONTIER_RETURN_IF_ERROR(comm_.bcast(&meta_text, "the checkpoint's metadata"));
+  w.resize(N);
+  st.resize(3 * N);
+  FRONTIER_RETURN_IF_ERROR(comm_.bcast(w.data(), 4 * N, "the checkpoint's weights"));
+  FRONTIER_RETURN_IF_ERROR(comm_.bcast(st.data(), 4 * 3 * N, "the checkpoint's optimizer state"));
   nlohmann::json meta = nlohmann::json::parse(meta_text, nullptr, false);
-  if (meta.is_discarded() || !meta.is_object() || !meta.contains("loader"))
-    return Status::error("corrupt checkpoint " + ckpt_path_ + ": its metadata is not a training state");
-  if (w.size() != gpt_->weights().size() || st.size() != optim_->state().size())
-    return Status::error(ckpt_path_ + " does not fit this run's model (was " + run_dir_ + "/config.toml edited?)");
-  FRONTIER_RETURN_IF_ERROR(check_finite(w, ckpt_path_));
+  s = ok_status();
+  if (meta.is_discarded() || !meta.is_object() || (!meta.contains("loader") && !meta.contains("loaders")))
+    s = Status::error("corrupt checkpoint " + ckpt_path_ + ": its metadata is not a training state");
+  // The streams the run started with: "loader" (one stream) in checkpoints from before data streams.
+  int64_t ckpt_streams = 1;
+  if (s.ok() && meta.contains("loaders")) {
+    if (!meta["loaders"].is_array() || meta["loaders"].empty())
+      s = Status::error("corrupt checkpoint " + ckpt_path_ + ": metadata field 'loaders' is not a list of states");
+    else
+      ckpt_streams = static_cast<int64_t>(meta["loaders"].size());
+  }
+  if (s.ok() && ckpt_streams != streams_) {
+    const int64_t ranks = meta.contains("ranks") && meta["ranks"].is_number_integer() ? meta["ranks"].get<int64_t>()
+                                                                                       : 1;
+    s = Status::error(
+        run_dir_ + " was trained on " + std::to_string(ckpt_streams) + " data streams (" + std::to_string(ranks) +
+        " rank" + (ranks > 1 ? "s" : "") + "), but this job has " + std::to_string(streams_) + " (" +
+        std::to_string(comm_.size()) + " rank" + (comm_.size() > 1 ? "s" : "") + "): resume it with `mpirun -np " +
+        std::to_string(ranks) + "`" + (ckpt_streams % comm_.size() == 0 && comm_.size() != ranks
+                                           ? " (or set train.data_streams = " + std::to_string(ckpt_streams) +
+                                                 " in its config.toml to read the same streams on these ranks)"
+                                           : "") );
+  }
   std::string note;
   const RunIdentity ckpt_id =
-      RunIdentity::from_json(meta.contains("identity") ? meta["identity"] : nlohmann::json());
-  FRONTIER_RETURN_IF_ERROR(ckpt_id.check_data(data_, /*cross_data=*/false, ckpt_path_, &note));
+      RunIdentity::from_json(meta.is_object() && meta.contains("identity") ? meta["identity"] : nlohmann::json());
+  if (s.ok()) s = ckpt_id.check_data(data_, /*cross_data=*/false, ckpt_path_, &note);
   bool done = false;
   int64_t opt_steps = 0;
-  FRONTIER_RETURN_IF_ERROR(meta_get(meta, "finished", ckpt_path_, &done));
-  if (done && file_exists(run_dir_ + "/summary.txt"))
-    return Status::error(run_dir_ + " already finished (see its summary.txt); start a new run instead");
-  FRONTIER_RETURN_IF_ERROR(meta_get(meta, "optimizer_steps", ckpt_path_, &opt_steps));
-  FRONTIER_RETURN_IF_ERROR(meta_get(meta, "step", ckpt_path_, &step_));
-  FRONTIER_RETURN_IF_ERROR(meta_get(meta, "training_seconds", ckpt_path_, &training_time_));
-  FRONTIER_RETURN_IF_ERROR(meta_get(meta, "tokens", ckpt_path_, &tokens_));
-  if (meta.contains("smooth_loss")) FRONTIER_RETURN_IF_ERROR(meta_get(meta, "smooth_loss", ckpt_path_, &smooth_));
-  LoaderState ls;
-  FRONTIER_RETURN_IF_ERROR(LoaderState::from_json(meta["loader"], &ls));
-  FRONTIER_RETURN_IF_ERROR(loader_.restore(ls));
+  if (s.ok()) s = meta_get(meta, "finished", ckpt_path_, &done);
+  if (s.ok() && done && root() && file_exists(run_dir_ + "/summary.txt"))
+    s = Status::error(run_dir_ + " already finished (see its summary.txt); start a new run instead");
+  if (s.ok()) s = meta_get(meta, "optimizer_steps", ckpt_path_, &opt_steps);
+  if (s.ok()) s = meta_get(meta, "step", ckpt_path_, &step_);
+  if (s.ok()) s = meta_get(meta, "training_seconds", ckpt_path_, &training_time_);
+  if (s.ok()) s = meta_get(meta, "tokens", ckpt_path_, &tokens_);
+  if (s.ok() && meta.contains("smooth_loss")) s = meta_get(meta, "smooth_loss", ckpt_path_, &smooth_);
+  for (size_t i = 0; s.ok() && i < loaders_.size(); i++) {
+    const int stream = comm_.rank() + static_cast<int>(i) * comm_.size();
+    LoaderState ls;
+    s = LoaderState::from_json(meta.contains("loaders") ? meta["loaders"][stream] : meta["loader"], &ls);
+    if (s.ok()) s = loaders_[i].restore(ls);
+  }
+  FRONTIER_RETURN_IF_ERROR(comm_.agree(s));
   gpt_->weights() = std::move(w);
-  optim_->state() = std::move(st);
+  // This rank's share [lo, hi) of each of the three state sections [m | v | momentum].
+  const int64_t lo = optim_->owned_lo(), n = optim_->owned_hi() - lo;
+  std::vector<float>& mine = optim_->state();
+  for (int k = 0; k < 3; k++) std::copy(st.begin() + k * N + lo, st.begin() + k * N + lo + n, mine.begin() + k * n);
   optim_->set_steps(opt_steps);
   eval_only_ = done;  // training had finished; the evaluation (or the summary) had not
-  std::string old_log, line;
-  read_file(log_path_, &old_log);  // keep the lines up to the checkpoint's step; a killed run may have more
-  std::istringstream in(old_log);
-  while (std::getline(in, line)) {
-    nlohmann::json rec = nlohmann::json::parse(line, nullptr, false);
-    if (rec.is_object() && rec.contains("step") && rec["step"].is_number_integer() &&
-        rec["step"].get<int64_t>() <= step_)
-      kept_log_ += line + "\n";
+  if (root()) {
+    std::string old_log, line;
+    read_file(log_path_, &old_log);  // keep the lines up to the checkpoint's step; a killed run may have more
+    std::istringstream in(old_log);
+    while (std::getline(in, line)) {
+      nlohmann::json rec = nlohmann::json::parse(line, nullptr, false);
+      if (rec.is_object() && rec.contains("step") && rec["step"].is_number_integer() &&
+          rec["step"].get<int64_t>() <= step_)
+        kept_log_ += line + "\n";
+    }
   }
   if (eval_only_)
     std::printf("resumed %s: training had finished at step %lld; running the final evaluation\n", run_dir_.c_str(),
@@ -492,17 +744,55 @@ Status TrainRun::resume() {
   return ok_status();
 }
 
-Status TrainRun::checkpoint(bool training_done) {
+// One file written by rank 0, in the layout of a one-process run (the full optimizer state gathered from its
+// owners, every stream's loader position), so a checkpoint does not depend on how many ranks wrote it. Every rank
+// calls this. Returns the collectives' status (an error: a rank is gone); *written gets rank 0's write status.
+Status TrainRun::checkpoint(bool training_done, Status* written) {
+  *written = ok_status();
+  const int64_t N = static_cast<int64_t>(gpt_->weights().size());
+  std::vector<float> full;
+  const std::vector<float>* state = &optim_->state();
+  if (sharded_) {
+    const std::vector<int64_t> counts = plan_.counts();
+    const int64_t n = optim_->owned_hi() - optim_->owned_lo();
+    if (root()) full.resize(3 * N);
+    for (int k = 0; k < 3; k++)
+      FRONTIER_RETURN_IF_ERROR(comm_.gather(optim_->state().data() + k * n, root() ? full.data() + k * N : nullptr,
+                                            counts, "gathering the optimizer state"));
+    state = &full;
+  }
+  nlohmann::json mine = nlohmann::json::array();
+  for (const auto& l : loaders_) mine.push_back(l.state().to_json());
+  std::vector<std::string> all;
+  FRONTIER_RETURN_IF_ERROR(comm_.gather_strings(mine.dump(), &all, "gathering the loader positions"));
+  if (!root()) return ok_status();
+  nlohmann::json loaders = nlohmann::json::array();
+  std::vector<nlohmann::json> per_rank;
+  for (const auto& a : all) per_rank.push_back(nlohmann::json::parse(a));
+  for (int st = 0; st < streams_; st++) loaders.push_back(per_rank[st % comm_.size()][st / comm_.size()]);
   nlohmann::json meta = {{"step", step_}, {"training_seconds", training_time_}, {"tokens", tokens_},
                          {"optimizer_steps", optim_->steps()}, {"smooth_loss", smooth_}, {"finished", training_done},
-                         {"loader", loader_.state().to_json()}, {"identity", identity_.to_json()}};
-  return save_checkpoint(ckpt_path_, cfg_.to_toml(), meta.dump(), gpt_->weights(), optim_->state());
+                         {"loaders", loaders}, {"ranks", comm_.size()}, {"identity", identity_.to_json()}};
+  *written = save_checkpoint(ckpt_path_, cfg_.to_toml(), meta.dump(), gpt_->weights(), *state);
+  return ok_status();
 }
 
 void TrainRun::note_not_saved(const std::string& what, const Status& why) {
   if (not_saved_.find(what) != std::string::npos) return;
   std::fprintf(stderr, "\nwarning: %s not saved: %s\n", what.c_str(), why.message().c_str());
   not_saved_ += (not_saved_.empty() ? "" : "; ") + what + " (" + why.message() + ")";
+}
+
+// After the micro-steps: the liveness check (a hung rank is named here), then the gradient sum over ranks, into
+// each owner's range (sharded) or everywhere (replicated), and the summed loss.
+Status TrainRun::exchange_gradients(double* loss_sum) {
+  if (!comm_.distributed()) return ok_status();
+  FRONTIER_RETURN_IF_ERROR(comm_.arrive(step_, "the forward and backward"));
+  float* g = gpt_->grads().data();
+  if (sharded_) FRONTIER_RETURN_IF_ERROR(comm_.reduce_scatter_sum(g, plan_.counts(), "the gradient reduce-scatter"));
+  else FRONTIER_RETURN_IF_ERROR(comm_.allreduce_sum(g, static_cast<int64_t>(gpt_->grads().size()),
+                                                    "the gradient all-reduce"));
+  return comm_.allreduce_sum(loss_sum, 1, "the loss sum");
 }
 
 Status TrainRun::run_steps() {
@@ -514,42 +804,82 @@ Status TrainRun::run_steps() {
   const double final_frac = cfg_.get_float("train.final_lr_frac");
   const double ckpt_secs = cfg_.get_float("train.checkpoint_every_seconds");
   const int64_t ckpt_steps = cfg_.get_int("train.checkpoint_every_steps");
+  const int R = comm_.size();
   std::vector<int32_t> x(int64_t(B_) * T_), y(int64_t(B_) * T_);
-  FRONTIER_RETURN_IF_ERROR(write_file_atomic(log_path_, kept_log_));
-  FILE* log = std::fopen(log_path_.c_str(), "ab");  // append-only; resume trims it back to the checkpoint
-  if (!log) return Status::error("cannot append to " + log_path_);
+  FILE* log = nullptr;  // rank 0's; append-only; resume trims it back to the checkpoint
+  if (root()) {
+    FRONTIER_RETURN_IF_ERROR(write_file_atomic(log_path_, kept_log_));
+    log = std::fopen(log_path_.c_str(), "ab");
+    if (!log) return Status::error("cannot append to " + log_path_);
+  }
   struct CloseLog {
     FILE* f;
-    ~CloseLog() { std::fclose(f); }
+    ~CloseLog() {
+      if (f) std::fclose(f);
+    }
   } close_log{log};
   const double explode = 3.0 * std::log(static_cast<double>(shape_.vocab_size)) + 5.0;
   auto last_ckpt = Clock::now();
-  const char* fault = std::getenv("FRONTIER_FAULT_EXIT_AFTER_STEP");  // tests: die like a killed run
-  const int64_t fault_step = fault ? std::atoll(fault) : -1;
+  // Tests: die like a killed run (after the periodic checkpoint of that step), or, on one rank
+  // (FRONTIER_FAULT_RANK), hang or be killed at a step.
+  auto env_step = [](const char* name) -> int64_t {
+    const char* v = std::getenv(name);
+    return v ? std::atoll(v) : -1;
+  };
+  const int64_t fault_step = env_step("FRONTIER_FAULT_EXIT_AFTER_STEP");
+  const bool fault_rank = env_step("FRONTIER_FAULT_RANK") < 0 || env_step("FRONTIER_FAULT_RANK") == comm_.rank();
+  const int64_t hang_step = fault_rank ? env_step("FRONTIER_FAULT_HANG_AT_STEP") : -1;
+  const int64_t kill_step = fault_rank ? env_step("FRONTIER_FAULT_KILL_AT_STEP") : -1;
   auto last_print = Clock::now() - std::chrono::seconds(10);
-  StopSignals signals("\nfrontier: stopping after this step and saving a checkpoint (again to quit at once)\n");
+  StopSignals signals(root() ? "\nfrontier: stopping after this step and saving a checkpoint (again to quit at once)\n"
+                             : nullptr);  // rank 0 speaks for the job
+  comm_.reset_stats();
+  const float grad_scale = 1.0f / static_cast<float>(accum_ * R);  // the mean over every rank's micro-batches
   while (true) {
     auto t0 = Clock::now();
     double progress =
         max_steps > 0 ? static_cast<double>(step_) / max_steps : std::min(training_time_ / budget_, 1.0);
-    gpt_->zero_grad();
+    // The micro-steps, stream by stream: each stream's gradient is summed on its own and the streams' sums are
+    // added in stream order, as ranks each sum theirs before MPI adds them. One process reading 2 streams thus
+    // computes the very floats that 2 ranks do (with more, MPI's reduction order may differ in the last bits).
     double loss_sum = 0;
-    for (int64_t a = 0; a < accum_; a++) {
-      loader_.next(x.data(), y.data());
-      Tape tape;
-      tape.set_precision(prec_);
-      Var loss = gpt_->forward(tape, x.data(), y.data(), B_, T_);
-      tape.backward(loss, 1.0f / static_cast<float>(accum_));
-      loss_sum += tape.value(loss)[0];
+    const int64_t k = static_cast<int64_t>(loaders_.size());
+    for (int64_t j = 0; j < k; j++) {
+      gpt_->zero_grad();
+      double stream_loss = 0;
+      for (int64_t a = j; a < accum_; a += k) {
+        loaders_[j].next(x.data(), y.data());
+        Tape tape;
+        tape.set_precision(prec_);
+        Var loss = gpt_->forward(tape, x.data(), y.data(), B_, T_);
+        tape.backward(loss, grad_scale);
+        stream_loss += tape.value(loss)[0];
+      }
+      loss_sum += stream_loss;
+      if (k == 1) break;
+      std::vector<float>& g = gpt_->grads();
+      if (j == 0) stream_grads_ = g;
+      else
+        for (size_t i = 0; i < g.size(); i++) stream_grads_[i] += g[i];
     }
-    loss_val_ = loss_sum / accum_;
-    if (!std::isfinite(loss_val_) || loss_val_ > explode)
+    if (k > 1) std::copy(stream_grads_.begin(), stream_grads_.end(), gpt_->grads().begin());
+    if (step_ == kill_step) raise(SIGKILL);
+    if (step_ == hang_step)
+      while (true) pause();
+    Status cs = exchange_gradients(&loss_sum);
+    if (!cs.ok()) return cs;  // the caller ends the job: another rank may be gone
+    loss_val_ = loss_sum / (accum_ * R);
+    if (!std::isfinite(loss_val_) || loss_val_ > explode) {
+      comm_.mark_agreed();  // the summed loss: every rank sees it
       return Status::error("training diverged at step " + std::to_string(step_) + ": loss " +
                            std::to_string(loss_val_) + " (lower the learning rates, e.g. --set optim.matrix_lr=0.01)");
+    }
     double lr_mult = lr_multiplier(progress, warmup, warmdown, final_frac);
     double frac = std::min(1.0, static_cast<double>(step_) / std::max<int64_t>(1, mom_warm));
     double momentum = (1 - frac) * 0.85 + frac * 0.95;
     optim_->step(static_cast<float>(lr_mult), static_cast<float>(momentum), static_cast<float>(progress));
+    if (sharded_)
+      FRONTIER_RETURN_IF_ERROR(comm_.allgather(gpt_->weights().data(), plan_.counts(), "the weight all-gather"));
     double dt = since(t0);
     if (step_ >= excluded) training_time_ += dt;
     all_steps_time_ += dt;
@@ -557,50 +887,66 @@ Status TrainRun::run_steps() {
     tokens_ += total_;
     step_++;
     smooth_ = step_ == 1 ? loss_val_ : 0.9 * smooth_ + 0.1 * loss_val_;
-    double tps = total_ / dt, mfu = 100.0 * tps * flops_per_token_ / (peak_ * 1e9);
-    nlohmann::json rec = {{"step", step_}, {"loss", loss_val_}, {"lr_mult", lr_mult}, {"momentum", momentum},
-                          {"tokens_per_sec", tps}, {"mfu", mfu}, {"step_seconds", dt},
-                          {"training_seconds", training_time_}, {"progress", progress}};
-    std::string line = rec.dump() + "\n";
-    if (std::fputs(line.c_str(), log) < 0 || std::fflush(log) != 0)
-      note_not_saved("log.jsonl", Status::error(std::string(std::strerror(errno)) + "; the log is incomplete"));
-    bool tty = isatty(2);
-    if (tty || since(last_print) > 5.0) {
-      last_print = Clock::now();
-      // Progress and time left: by steps when train.max_steps ends the run first, else by the budget.
-      const double step_frac = max_steps > 0 ? static_cast<double>(step_) / max_steps : 0.0;
-      const double time_frac = std::min(training_time_ / budget_, 1.0);
-      const bool by_steps = max_steps > 0 && step_frac >= time_frac;
-      const double left = by_steps ? (max_steps - step_) * (training_time_ / std::max<int64_t>(1, step_))
-                                   : std::max(0.0, budget_ - training_time_);
-      std::fprintf(stderr, "%sstep %5lld | %5.1f%% | loss %.4f | lr x%.3f | %7.0f tok/s | mfu %5.2f%% | %5.1fs left %s",
-                   tty ? "\r" : "", static_cast<long long>(step_), 100.0 * (by_steps ? step_frac : time_frac),
-                   smooth_, lr_mult, tps, mfu, left, tty ? "" : "\n");
+    // Rank 0 decides for the job (its clock is the budget's): stop, checkpoint now; any rank's signal stops all.
+    int64_t decide[3] = {0, 0, StopSignals::received()};  // stop, checkpoint, signal
+    if (root()) {
+      const bool by_budget = cfg_.get_string("train.budget_mode") == "wall";  // probe: the step count alone
+      decide[0] = (by_budget && step_ > excluded && training_time_ >= budget_) ||
+                  (max_steps > 0 && step_ >= max_steps);
+      decide[1] = (ckpt_steps > 0 && step_ % ckpt_steps == 0) || (ckpt_secs > 0 && since(last_ckpt) >= ckpt_secs);
     }
-    if ((step_ > excluded && training_time_ >= budget_) || (max_steps > 0 && step_ >= max_steps)) break;
-    if (StopSignals::received()) {
-      stop_signal_ = StopSignals::received();
+    FRONTIER_RETURN_IF_ERROR(comm_.allreduce_max(decide, 3, "the stop decision"));
+    double tps = total_ / dt, mfu = 100.0 * tps * flops_per_token_ / (peak_ * 1e9);
+    if (root()) {
+      nlohmann::json rec = {{"step", step_}, {"loss", loss_val_}, {"lr_mult", lr_mult}, {"momentum", momentum},
+                            {"tokens_per_sec", tps}, {"mfu", mfu}, {"step_seconds", dt},
+                            {"training_seconds", training_time_}, {"progress", progress}};
+      if (comm_.distributed()) rec["comm_seconds"] = comm_.stats().seconds;
+      std::string line = rec.dump() + "\n";
+      if (std::fputs(line.c_str(), log) < 0 || std::fflush(log) != 0)
+        note_not_saved("log.jsonl", Status::error(std::string(std::strerror(errno)) + "; the log is incomplete"));
+      bool tty = isatty(2);
+      if (tty || since(last_print) > 5.0) {
+        last_print = Clock::now();
+        // Progress and time left: by steps when train.max_steps ends the run first, else by the budget.
+        const double step_frac = max_steps > 0 ? static_cast<double>(step_) / max_steps : 0.0;
+        const double time_frac = std::min(training_time_ / budget_, 1.0);
+        const bool by_steps = max_steps > 0 && step_frac >= time_frac;
+        const double left = by_steps ? (max_steps - step_) * (training_time_ / std::max<int64_t>(1, step_))
+                                     : std::max(0.0, budget_ - training_time_);
+        std::fprintf(stderr,
+                     "%sstep %5lld | %5.1f%% | loss %.4f | lr x%.3f | %7.0f tok/s | mfu %5.2f%% | %5.1fs left %s",
+                     tty ? "\r" : "", static_cast<long long>(step_), 100.0 * (by_steps ? step_frac : time_frac),
+                     smooth_, lr_mult, tps, mfu, left, tty ? "" : "\n");
+      }
+    }
+    if (decide[0]) break;
+    if (decide[2]) {
+      stop_signal_ = static_cast<int>(decide[2]);
       break;
     }
-    if ((ckpt_steps > 0 && step_ % ckpt_steps == 0) || (ckpt_secs > 0 && since(last_ckpt) >= ckpt_secs)) {
+    if (decide[1]) {
       // Not counted in the budget: the step's time was taken above. A failed write (a full disk) is reported and
       // training goes on: the final checkpoint is tried again, and the summary says what was not saved.
-      Status cs = checkpoint(false);
-      if (!cs.ok()) note_not_saved("periodic checkpoint", cs);
+      Status ws;
+      FRONTIER_RETURN_IF_ERROR(checkpoint(false, &ws));
+      if (!ws.ok()) note_not_saved("periodic checkpoint", ws);
       last_ckpt = Clock::now();
       if (step_ == fault_step) std::_Exit(75);
     }
   }
-  if (isatty(2)) std::fprintf(stderr, "\n");
+  if (isatty(2) && root()) std::fprintf(stderr, "\n");
   return ok_status();
 }
 
-void TrainRun::save() {
-  if (eval_only_) return;  // the checkpoint on disk already holds the finished training
-  Status s = checkpoint(/*training_done=*/!interrupted());
+Status TrainRun::save() {
+  if (eval_only_) return ok_status();  // the checkpoint on disk already holds the finished training
+  Status s;
+  FRONTIER_RETURN_IF_ERROR(checkpoint(/*training_done=*/!interrupted(), &s));
   if (!s.ok()) note_not_saved("model.ckpt", s);
   else if (not_saved_.find("periodic checkpoint") != std::string::npos)
     not_saved_.clear();  // the final one got through: nothing is lost
+  return ok_status();
 }
 
 Status TrainRun::evaluate() {
@@ -644,10 +990,16 @@ void TrainRun::fill_summary(TrainSummary* out) {
   s.tokenizer_id = short_hash(identity_.tokenizer);
   s.data_id = short_hash(identity_.data);
   s.not_saved = not_saved_;
+  s.ranks = comm_.size();
+  s.threads = threads_;
+  s.budget_mode = cfg_.get_string("train.budget_mode");
+  s.probe_step_seconds = cfg_.get_float("train.probe_step_seconds");
+  if (comm_.distributed() && steps_here_ > 0) s.comm_ms_per_step = 1e3 * comm_.stats().seconds / steps_here_;
   s.has_summary = true;
 }
 
 Status TrainRun::finish(TrainSummary* out) {
+  comm_.mark_agreed();  // every rank ends here alike (the decision to stop was shared); rank 0 reports
   if (interrupted()) {
     fill_summary(out);
     out->signal = stop_signal_;
@@ -656,11 +1008,12 @@ Status TrainRun::finish(TrainSummary* out) {
     if (!not_saved_.empty())
       return Status::error(std::string("interrupted by ") + sig + " at step " + std::to_string(step_) +
                            "; the checkpoint could NOT be saved: " + not_saved_);
+    const std::string launcher = comm_.distributed() ? "mpirun -np " + std::to_string(comm_.size()) + " " : "";
     return Status::error(std::string("interrupted by ") + sig + " at step " + std::to_string(step_) + "; saved " +
-                         ckpt_path_ + ": continue with `frontier train --resume " + run_dir_ + "`");
+                         ckpt_path_ + ": continue with `" + launcher + "frontier train --resume " + run_dir_ + "`");
   }
   fill_summary(out);
-  Status s = write_file_atomic(run_dir_ + "/summary.txt", out->format());
+  Status s = root() ? write_file_atomic(run_dir_ + "/summary.txt", out->format()) : ok_status();
   if (!s.ok()) {
     note_not_saved("summary.txt", s);
     out->not_saved = not_saved_;
@@ -677,7 +1030,7 @@ Status train(const Config& cfg, TrainSummary* out, const TrainOptions& opts) {
   TrainRun run(cfg, opts);
   FRONTIER_RETURN_IF_ERROR(run.setup());
   FRONTIER_RETURN_IF_ERROR(run.run_steps());
-  run.save();  // before the evaluation: a crash or kill there loses no training
+  FRONTIER_RETURN_IF_ERROR(run.save());  // before the evaluation: a crash or kill there loses no training
   if (run.interrupted()) return run.finish(out);
   FRONTIER_RETURN_IF_ERROR(run.evaluate());
   return run.finish(out);

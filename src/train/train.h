@@ -50,6 +50,10 @@ struct TrainSummary {
   std::string not_saved;              // files a failed write did not save, with the reason ("" = all saved)
   std::string interrupted;            // "interrupted (SIGINT at step 12)" when a signal stopped the run
   int signal = 0;                     // that signal
+  int ranks = 0, threads = 0;         // processes (mpirun -np) and threads per process
+  std::string budget_mode;            // wall | probe (train.budget_mode)
+  double probe_step_seconds = 0;      // probe: the step time the budget was divided by
+  double comm_ms_per_step = 0;        // ranks > 1: time inside collectives per step (waiting included)
   bool has_summary = false;           // train() got far enough to fill this in (print it even on an error)
   std::string format() const;  // autoresearch's summary block: "---" then one "key: value" per line
 };
@@ -65,7 +69,8 @@ Status train(const Config& cfg, TrainSummary* out, const TrainOptions& opts);
 Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir = "");
 
 // nanochat's evaluate_bpb: summed nats over summed UTF-8 bytes of the target tokens, specials (0 bytes) excluded,
-// on eval_tokens tokens of the validation split at sequence length T (the val loader is not shuffled).
+// on eval_tokens tokens of the validation split at sequence length T (the val loader is not shuffled). Under mpirun
+// the batches are dealt over the ranks (batch i to rank i mod R) and the sums reduced: the same batches are scored.
 Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
                     const std::string& split = "val");
 

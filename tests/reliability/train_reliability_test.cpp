@@ -348,6 +348,10 @@ TEST(TrainReliability, CheckpointMetadataOfTheWrongTypeIsAnError) {
   ASSERT_TRUE(save_checkpoint(run + "/model.ckpt", toml, m.dump(), w, st).ok());
   EXPECT_CLEAN_ERROR(run_argv({frontier_bin(), "train", "--resume", run}), "metadata field 'step' is missing or not a number");
   m["step"] = 2;
+  m["loaders"] = 7;
+  ASSERT_TRUE(save_checkpoint(run + "/model.ckpt", toml, m.dump(), w, st).ok());
+  EXPECT_CLEAN_ERROR(run_argv({frontier_bin(), "train", "--resume", run}), "'loaders' is not a list of states");
+  m.erase("loaders");  // a checkpoint from before data streams has one "loader"
   m["loader"] = 7;
   ASSERT_TRUE(save_checkpoint(run + "/model.ckpt", toml, m.dump(), w, st).ok());
   EXPECT_CLEAN_ERROR(run_argv({frontier_bin(), "train", "--resume", run}), "");

@@ -1,0 +1,147 @@
+#include "dist/scale_model.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "dist/shard_plan.h"
+#include "model/gpt.h"
+#include "model/model_config.h"
+#include "optim/optim.h"
+#include "train/train.h"
+
+namespace frontier {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
+Status measure_step_parts(const Config& cfg, int threads, int steps, StepParts* out) {
+  FRONTIER_RETURN_IF_ERROR(train_schema().validate(cfg));
+  ModelShape shape;
+  FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg, &shape));
+  Precision prec;
+  FRONTIER_RETURN_IF_ERROR(resolve_precision(cfg.get_string("train.precision"), &prec));
+  const int B = static_cast<int>(cfg.get_int("train.micro_batch")), T = shape.seq_len;
+  int64_t total = cfg.get_int("train.total_batch_tokens");
+  if (total == 0) total = int64_t(B) * T;
+  if (total % (int64_t(B) * T) != 0)
+    return Status::error("train.total_batch_tokens is not a multiple of micro_batch * seq_len");
+  omp_set_num_threads(threads);
+  Gpt gpt(shape);
+  gpt.init_nanochat(1);
+  OptimConfig oc;
+  oc.ns_precision = prec;
+  Optimizer opt(gpt, oc);
+  std::vector<int32_t> x(int64_t(B) * T), y(int64_t(B) * T);
+  uint64_t st = 12345;
+  for (size_t i = 0; i < x.size(); i++) {
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = static_cast<int32_t>((st >> 33) % shape.vocab_size);
+    y[i] = static_cast<int32_t>((st >> 13) % shape.vocab_size);
+  }
+  std::vector<double> fb, op;
+  for (int s = 0; s < steps + 2; s++) {
+    gpt.zero_grad();
+    auto t0 = Clock::now();
+    Tape tape;
+    tape.set_precision(prec);
+    Var loss = gpt.forward(tape, x.data(), y.data(), B, T);
+    tape.backward(loss, 1.0f);
+    const double t_fb = since(t0);
+    auto t1 = Clock::now();
+    opt.step(1.0f, 0.9f, 0.0f);
+    const double t_op = since(t1);
+    if (s >= 2) fb.push_back(t_fb), op.push_back(t_op);  // the first two warm caches and the buffer pool
+  }
+  out->t_fb = median(fb);
+  out->t_opt = median(op);
+  out->n_params = gpt.n_params();
+  out->tokens_per_micro = int64_t(B) * T;
+  out->accum = total / (int64_t(B) * T);
+  out->threads = threads;
+  out->describe = shape.describe() + ", " + precision_name(prec) + ", micro-batch " + std::to_string(B) + " x " +
+                  std::to_string(T) + ", " + std::to_string(out->accum) + " micro-batch(es) per rank and step, " +
+                  std::to_string(threads) + " thread(s) per rank";
+  out->shard_share.clear();
+  double all = 0;
+  for (const auto& p : gpt.params()) all += optimizer_cost_seconds(p, oc.ns_steps);
+  for (int R = 1; R <= 64; R++) {
+    ShardPlan plan = plan_optimizer_shards(gpt.params(), R, oc.ns_steps);
+    out->shard_share.push_back(*std::max_element(plan.est_seconds.begin(), plan.est_seconds.end()) / all);
+  }
+  return ok_status();
+}
+
+Status link_from_comm_bench(const nlohmann::json& comm, Link* out) {
+  if (!comm.is_object() || !comm.contains("rows") || !comm["rows"].is_array() || !comm.contains("ranks"))
+    return Status::error("not a `frontier scale comm --json` file (no ranks/rows)");
+  const int R = comm["ranks"].get<int>();
+  double small_t = 0, small_b = 1e300, big_bw = 0, big_b = 0;
+  for (const auto& r : comm["rows"]) {
+    if (r.value("op", "") != "reduce_scatter") continue;
+    const double b = r.value("bytes", 0.0), t = r.value("seconds", 0.0), bw = r.value("busbw_GBps", 0.0);
+    if (b < small_b) small_b = b, small_t = t;
+    if (b > big_b) big_b = b, big_bw = bw;
+  }
+  if (big_b == 0 || R < 2) return Status::error("the comm benchmark file has no reduce_scatter rows for >= 2 ranks");
+  out->alpha = small_t / (R - 1);
+  out->beta = big_bw * 1e9;
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), "measured: %s, %d ranks (alpha %.1f us, beta %.1f GB/s)",
+                comm.value("hosts", std::string("?")).c_str(), R, out->alpha * 1e6, out->beta / 1e9);
+  out->name = buf;
+  return ok_status();
+}
+
+Projection project(const StepParts& p, int ranks, int ranks_per_node, const Link& intra, const Link& inter) {
+  Projection x;
+  x.ranks = ranks;
+  x.nodes = (ranks + ranks_per_node - 1) / ranks_per_node;
+  const Link& l = x.nodes > 1 ? (inter.beta < intra.beta ? inter : intra) : intra;
+  x.link = ranks == 1 ? "-" : (x.nodes > 1 ? inter.name : intra.name);
+  const double bytes = 4.0 * p.n_params, R = ranks;
+  auto ring = [&](double S) { return (R - 1) * l.alpha + (R - 1) / R * S / l.beta; };
+  const double t_rs = ranks > 1 ? ring(bytes) : 0, t_ag = ranks > 1 ? ring(bytes) : 0;
+  const double t_sync = ranks > 1 ? 3 * (R - 1) * l.alpha : 0;
+  x.t_comm = t_rs + t_ag + t_sync;
+  x.t_opt = p.t_opt * p.shard_share[std::min(ranks, 64) - 1];
+  const double compute = p.accum * p.t_fb;
+  x.t_step = compute + x.t_opt + x.t_comm;
+  x.t_step_overlap = compute + x.t_opt + std::max(0.0, t_rs - 2.0 / 3.0 * p.t_fb) + t_ag + t_sync;
+  x.tokens_per_sec = R * p.accum * p.tokens_per_micro / x.t_step;
+  const double one = p.accum * p.tokens_per_micro / (compute + p.t_opt);
+  x.efficiency = x.tokens_per_sec / (R * one);
+  return x;
+}
+
+std::string projection_table(const StepParts& p, const std::vector<Projection>& rows) {
+  std::string s;
+  char buf[400];
+  std::snprintf(buf, sizeof(buf), "measured here: %s\n  forward+backward %.1f ms per micro-batch, optimizer %.1f ms "
+                "per step (one rank, whole model), %.2fM params = %.1f MB of fp32 gradients\n",
+                p.describe.c_str(), 1e3 * p.t_fb, 1e3 * p.t_opt, p.n_params / 1e6, 4e-6 * p.n_params);
+  s += buf;
+  std::snprintf(buf, sizeof(buf), "%6s %6s %9s %9s %9s %11s %11s %8s %12s  %s\n", "ranks", "nodes", "comm_ms",
+                "optim_ms", "step_ms", "tokens/s", "efficiency", "overlap", "(tokens/s)", "link");
+  s += buf;
+  for (const auto& x : rows) {
+    const double tps_ov = x.ranks * p.accum * p.tokens_per_micro / x.t_step_overlap;
+    std::snprintf(buf, sizeof(buf), "%6d %6d %9.1f %9.1f %9.1f %11.0f %10.1f%% %8s %12.0f  %s\n", x.ranks, x.nodes,
+                  1e3 * x.t_comm, 1e3 * x.t_opt, 1e3 * x.t_step, x.tokens_per_sec, 100 * x.efficiency, "",
+                  tps_ov, x.link.c_str());
+    s += buf;
+  }
+  return s;
+}
+
+}  // namespace frontier

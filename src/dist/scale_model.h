@@ -1,0 +1,60 @@
+// `frontier scale project`: what data-parallel training of a config would reach on R ranks over a given network,
+// from this machine's measured step parts and a ring model of the collectives (docs/distributed.md).
+//
+//   StepParts p;  FRONTIER_RETURN_IF_ERROR(measure_step_parts(cfg, threads, steps, &p));  // one process, here
+//   Link shm = link_from_comm_bench(comm_json);             // alpha, beta fitted to `frontier scale comm`
+//   Projection x = project(p, /*ranks=*/8, /*ranks_per_node=*/8, shm, shm);
+//
+// The model, per optimizer step on R ranks (each rank: A micro-batches of B x T tokens, its own data):
+//   t_step(R) = A t_fb + t_opt s(R) + t_rs + t_ag + t_sync
+//   t_fb     forward + backward of one micro-batch (measured; ranks do not share cores)
+//   t_opt    the whole optimizer (Muon's Polar Express + AdamW) on one rank (measured); s(R) the largest share of
+//            its estimated cost any rank owns (dist/shard_plan.h), 1 for R = 1
+//   t_rs, t_ag  reduce-scatter of the fp32 gradients and all-gather of the fp32 weights, 4 N bytes each, ring:
+//            (R - 1) alpha + (R - 1)/R x 4N / beta, beta the slowest link a ring crosses (the node's network link
+//            once R spans nodes, else shared memory)
+//   t_sync   the per-step liveness check, loss sum and stop decision: 3 small collectives, 3 (R - 1) alpha
+// The collectives run after the backward (no overlap, as built); `overlap` also gives the bound if the gradient
+// reduce-scatter were fully hidden behind the last micro-batch's backward (2/3 of t_fb).
+// tokens/s = R A B T / t_step; efficiency = tokens/s over R x the one-rank tokens/s.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+
+namespace frontier {
+
+struct StepParts {
+  double t_fb = 0;   // s per micro-batch, forward + backward
+  double t_opt = 0;  // s per optimizer step, the whole model on one rank
+  int64_t n_params = 0, tokens_per_micro = 0, accum = 1;
+  std::vector<double> shard_share;  // s(R) for R = 1..64 (index R - 1)
+  int threads = 1;
+  std::string describe;  // the model and precision measured
+};
+
+struct Link {
+  double alpha = 0;  // s per message hop (latency)
+  double beta = 0;   // bytes/s a link carries
+  std::string name;
+};
+
+struct Projection {
+  int ranks = 1, nodes = 1;
+  std::string link;
+  double t_comm = 0, t_opt = 0, t_step = 0, tokens_per_sec = 0, efficiency = 0, t_step_overlap = 0;
+};
+
+// Times `steps` optimizer steps (after 2 warm-up steps) of cfg's model in this process with `threads` threads:
+// forward + backward per micro-batch, and the optimizer, on random tokens (speed does not depend on the data).
+Status measure_step_parts(const Config& cfg, int threads, int steps, StepParts* out);
+// alpha from the smallest reduce-scatter (per hop), beta from the largest one's bus bandwidth.
+Status link_from_comm_bench(const nlohmann::json& comm, Link* out);
+Projection project(const StepParts& p, int ranks, int ranks_per_node, const Link& intra, const Link& inter);
+std::string projection_table(const StepParts& p, const std::vector<Projection>& rows);
+
+}  // namespace frontier
