@@ -11,6 +11,8 @@
 //   profile    per-op time, FLOPs, bytes and roofline bound of a few training steps, Perfetto trace (profile/profile.h)
 //   export     a checkpoint's model as safetensors + config.json + tokenizer, nanochat's names (export/model_dir.h)
 //   import     such a directory back into a checkpoint (eval, sample, train --resume) (export/model_dir.h)
+//   arena      the competition: submit, score (build, train, frozen evaluator), verify, leaderboard, serve (arena/)
+//   serve-logprobs  next-token log-probabilities of a checkpoint for the arena's evaluator (arena/protocol.h)
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -21,6 +23,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "arena/leaderboard.h"
+#include "arena/scorer.h"
+#include "arena/serve.h"
 #include "bench/bench.h"
 #include "profile/profile.h"
 #include "calibrate/calibrate.h"
@@ -264,6 +269,34 @@ static int run_main(int argc, char** argv) {
                  "file, else measured)");
   pf->add_option("--mem-gbs", pfo.mem_gbs, "Memory bandwidth for the roofline (0 = calibration file, else measured)");
 
+  // The arena (docs/arena.md): the organiser's commands, and the one a team's binary must answer.
+  auto* slp = app.add_subcommand("serve-logprobs", "Serve next-token log-probabilities of a checkpoint on stdin/stdout "
+                                                   "(the arena's frozen-evaluator protocol, arena/protocol.h)");
+  std::string slp_ckpt;
+  slp->add_option("--checkpoint", slp_ckpt, "Checkpoint to serve")->required();
+  auto* ar = app.add_subcommand("arena", "The competition: submissions, the sealed scorer, the record, the leaderboard");
+  ar->require_subcommand(1);
+  std::string ar_comp, ar_team, ar_phase, ar_config, ar_repo, ar_commit, ar_sub, ar_bin, ar_html;
+  uint64_t ar_seed = 0;
+  int ar_port = 8080;
+  auto* ar_submit = ar->add_subcommand("submit", "Submit a config (organiser's build) or a fork (--repo --commit)");
+  auto* ar_score = ar->add_subcommand("score", "Build, train and score every accepted, unscored submission");
+  auto* ar_verify = ar->add_subcommand("verify", "Check the record's hash chain; name any changed or deleted row");
+  auto* ar_lb = ar->add_subcommand("leaderboard", "Print the rankings; --html writes the static page");
+  auto* ar_serve = ar->add_subcommand("serve", "Serve the leaderboard page on http://127.0.0.1:PORT/");
+  for (auto* sc : {ar_submit, ar_score, ar_verify, ar_lb, ar_serve})
+    sc->add_option("--competition", ar_comp, "The competition's definition (TOML, docs/arena.md)")->required();
+  ar_submit->add_option("--team", ar_team, "Team name")->required();
+  ar_submit->add_option("--phase", ar_phase, "Phase name (default: the first)");
+  ar_submit->add_option("--config", ar_config, "The training config (TOML)")->required();
+  ar_submit->add_option("--repo", ar_repo, "A fork: git repository (path or URL)");
+  ar_submit->add_option("--commit", ar_commit, "A fork: commit (id, tag or branch; resolved and recorded in full)");
+  ar_score->add_option("--submission", ar_sub, "Only this submission (a hash prefix)");
+  ar_score->add_option("--organiser-binary", ar_bin, "The organiser's frontier for config submissions (default: this one)");
+  ar_score->add_option("--seed", ar_seed, "Seed of the evaluator's probes (default: random, recorded)");
+  ar_lb->add_option("--html", ar_html, "Also write the static leaderboard page here");
+  ar_serve->add_option("--port", ar_port, "Port on 127.0.0.1")->check(CLI::Range(1, 65535))->capture_default_str();
+
   auto* ev = app.add_subcommand("eval", "Evaluate a trained checkpoint");
   ev->require_subcommand(1);
   auto* ev_core = ev->add_subcommand("core", "The CORE benchmark (DCLM, 22 tasks) as nanochat computes it");
@@ -497,6 +530,84 @@ static int run_main(int argc, char** argv) {
                              {"t_opt", x.t_opt}, {"t_step", x.t_step}, {"tokens_per_sec", x.tokens_per_sec},
                              {"efficiency", x.efficiency}, {"t_step_overlap", x.t_step_overlap}});
       if (!(s = write_file_atomic(sp_json, j.dump(2) + "\n")).ok()) return fail(s);
+    }
+    return 0;
+  }
+
+  if (slp->parsed()) {
+    std::setvbuf(stdout, nullptr, _IOFBF, 1 << 20);
+    Status s = serve_logprobs(slp_ckpt, stdin, stdout);
+    return s.ok() ? 0 : fail(s);
+  }
+
+  if (ar->parsed()) {
+    Competition comp;
+    Status s = load_competition(ar_comp, &comp);
+    if (!s.ok()) return fail(s);
+    if ((s = make_dirs(comp.work_dir)).ok()) s = make_dirs(std::filesystem::path(comp.record).parent_path().string());
+    Record rec;
+    if (!s.ok() || !(s = rec.open(comp.record)).ok()) return fail(s);
+    auto page = [&](std::string* html, std::string* text) {
+      std::vector<RecordRow> rows;
+      VerifyReport v;
+      Status st = rec.rows(&rows);
+      if (st.ok()) st = rec.verify(&v);
+      if (!st.ok()) return st;
+      auto boards = build_leaderboard(comp, rows);
+      if (html) *html = leaderboard_html(comp, boards, v);
+      if (text) *text = leaderboard_text(boards);
+      return st;
+    };
+    if (ar_submit->parsed()) {
+      SubmitRequest q{ar_team, ar_phase.empty() ? comp.phases[0].name : ar_phase, ar_config, ar_repo, ar_commit};
+      Submission sub;
+      RecordRow row;
+      if (!(s = submit(comp, rec, q, &sub, &row)).ok()) {
+        std::fprintf(stderr, "error: submission %s (recorded as row %lld): %s\n", row.status.c_str(),
+                     static_cast<long long>(row.seq), s.message().c_str());
+        return 1;
+      }
+      std::printf("submission: %s\nteam: %s\nphase: %s\nkind: %s%s\nrecorded: row %lld\n", sub.hash.c_str(),
+                  sub.team.c_str(), sub.phase.c_str(), sub.kind.c_str(),
+                  sub.kind == "fork" ? (" (commit " + sub.commit + ")").c_str() : "", static_cast<long long>(row.seq));
+      return 0;
+    }
+    if (ar_score->parsed()) {
+      ScoreOptions so;
+      so.organiser_binary = ar_bin;
+      so.seed = ar_seed;
+      std::vector<RecordRow> done;
+      s = score_pending(comp, rec, so, ar_sub, &done);
+      for (const auto& r : done)
+        std::printf("row %lld: %s %s %s %s%s\n", static_cast<long long>(r.seq), r.team.c_str(),
+                    r.submission.substr(0, 12).c_str(), r.status.c_str(),
+                    std::isfinite(r.score) ? ("val_bpb " + std::to_string(r.score)).c_str() : "",
+                    r.reason.empty() ? "" : ("(" + r.reason + ")").c_str());
+      if (done.empty() && s.ok()) std::printf("nothing to score\n");
+      return s.ok() ? 0 : fail(s);
+    }
+    if (ar_verify->parsed()) {
+      VerifyReport v;
+      if (!(s = rec.verify(&v)).ok()) return fail(s);
+      for (const auto& p : v.problems) std::printf("TAMPERED: %s\n", p.c_str());
+      std::printf("%s: %lld rows, chain head %s\n", v.ok ? "ok" : "FAILED", static_cast<long long>(v.rows),
+                  v.head.c_str());
+      return v.ok ? 0 : 2;
+    }
+    if (ar_lb->parsed()) {
+      std::string html, text;
+      if (!(s = page(ar_html.empty() ? nullptr : &html, &text)).ok()) return fail(s);
+      std::printf("%s", text.c_str());
+      if (!ar_html.empty() && !(s = write_file_atomic(ar_html, html)).ok()) return fail(s);
+      return 0;
+    }
+    if (ar_serve->parsed()) {
+      s = serve_leaderboard(ar_port, [&] {
+        std::string html;
+        Status st = page(&html, nullptr);
+        return st.ok() ? html : "<!DOCTYPE html><p>error: " + st.message() + "</p>";
+      });
+      return s.ok() ? 0 : fail(s);
     }
     return 0;
   }

@@ -107,7 +107,9 @@ Projection project(const StepParts& p, int ranks, int ranks_per_node, const Link
   Projection x;
   x.ranks = ranks;
   x.nodes = (ranks + ranks_per_node - 1) / ranks_per_node;
-  const Link& l = x.nodes > 1 ? (inter.beta < intra.beta ? inter : intra) : intra;
+  // Across nodes the network link is the bottleneck: collectives are hierarchical (reduced inside a node first,
+  // over links much faster than the network on a real server), so the inter-node ring sets the time.
+  const Link& l = x.nodes > 1 ? inter : intra;
   x.link = ranks == 1 ? "-" : (x.nodes > 1 ? inter.name : intra.name);
   const double bytes = 4.0 * p.n_params, R = ranks;
   auto ring = [&](double S) { return (R - 1) * l.alpha + (R - 1) / R * S / l.beta; };

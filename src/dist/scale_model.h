@@ -11,8 +11,9 @@
 //   t_opt    the whole optimizer (Muon's Polar Express + AdamW) on one rank (measured); s(R) the largest share of
 //            its estimated cost any rank owns (dist/shard_plan.h), 1 for R = 1
 //   t_rs, t_ag  reduce-scatter of the fp32 gradients and all-gather of the fp32 weights, 4 N bytes each, ring:
-//            (R - 1) alpha + (R - 1)/R x 4N / beta, beta the slowest link a ring crosses (the node's network link
-//            once R spans nodes, else shared memory)
+//            (R - 1) alpha + (R - 1)/R x 4N / beta, beta the node's network link once R spans nodes (collectives
+//            are hierarchical: reduced inside a node first, over links faster than the network), else the link
+//            between ranks on one node (shared memory)
 //   t_sync   the per-step liveness check, loss sum and stop decision: 3 small collectives, 3 (R - 1) alpha
 // The collectives run after the backward (no overlap, as built); `overlap` also gives the bound if the gradient
 // reduce-scatter were fully hidden behind the last micro-batch's backward (2/3 of t_fb).
