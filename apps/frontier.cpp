@@ -119,6 +119,15 @@ static void print_prepare_summary(const PrepareOptions& o, const PrepareResult& 
   }
 }
 
+// train_schema's defaults, then a TOML file (if given), then --set lines: how profile and scale read a config.
+static Status load_train_config(const std::string& path, const std::vector<std::string>& sets, Config* cfg) {
+  ConfigSchema schema = train_schema();
+  *cfg = schema.defaults();
+  if (!path.empty()) FRONTIER_RETURN_IF_ERROR(schema.load_toml(path, cfg));
+  for (const auto& kv : sets) FRONTIER_RETURN_IF_ERROR(schema.apply_set(kv, cfg));
+  return ok_status();
+}
+
 static int run_main(int argc, char** argv);
 
 // No exception ends the process with an abort: out of memory and anything a library throws become the one-line
@@ -498,12 +507,9 @@ static int run_main(int argc, char** argv) {
   }
 
   if (sc_proj->parsed()) {
-    ConfigSchema schema = train_schema();
-    Config cfg = schema.defaults();
-    Status s;
-    if (!sp_config.empty() && !(s = schema.load_toml(sp_config, &cfg)).ok()) return fail(s);
-    for (const auto& kv : sp_sets)
-      if (!(s = schema.apply_set(kv, &cfg)).ok()) return fail(s);
+    Config cfg;
+    Status s = load_train_config(sp_config, sp_sets, &cfg);
+    if (!s.ok()) return fail(s);
     Link shm{1e-6, 10e9, "assumed: shared memory, 10 GB/s, 1 us"};
     if (!sp_comm.empty()) {
       std::string text;
@@ -771,12 +777,9 @@ static int run_main(int argc, char** argv) {
   }
 
   if (pf->parsed()) {
-    ConfigSchema schema = train_schema();
-    Config cfg = schema.defaults();
-    Status s;
-    if (!pf_config.empty() && !(s = schema.load_toml(pf_config, &cfg)).ok()) return fail(s);
-    for (const auto& kv : pf_sets)
-      if (!(s = schema.apply_set(kv, &cfg)).ok()) return fail(s);
+    Config cfg;
+    Status s = load_train_config(pf_config, pf_sets, &cfg);
+    if (!s.ok()) return fail(s);
     ProfileReport rep;
     if (!(s = run_profile(cfg, pfo, &rep)).ok()) return fail(s);
     std::printf("%s", rep.table().c_str());

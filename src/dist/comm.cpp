@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <thread>
 
 #include "util/stop_signal.h"
@@ -151,33 +152,49 @@ Status check_count(int64_t n, const char* what) {
     return Status::error(std::string(what) + ": " + std::to_string(n) + " elements is more than one MPI call takes");
   return ok_status();
 }
-std::vector<int> to_int(const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); }
-std::vector<int> displs_of(const std::vector<int64_t>& counts) {
-  std::vector<int> d(counts.size(), 0);
-  for (size_t r = 1; r < counts.size(); r++) d[r] = d[r - 1] + static_cast<int>(counts[r - 1]);
-  return d;
+// A buffer split into consecutive blocks of counts[r] floats: MPI's int counts and displacements, the total checked.
+Status blocks(const std::vector<int64_t>& counts, const char* what, std::vector<int>* c, std::vector<int>* d) {
+  int64_t total = 0;
+  for (int64_t n : counts) total += n;
+  FRONTIER_RETURN_IF_ERROR(check_count(total, what));
+  c->assign(counts.begin(), counts.end());
+  d->assign(counts.size(), 0);
+  for (size_t r = 1; r < counts.size(); r++) (*d)[r] = (*d)[r - 1] + (*c)[r - 1];
+  return ok_status();
 }
 }  // namespace
 #endif
 
-#define FRONTIER_COMM_TIMED(bytes_sent, body)              \
-  do {                                                     \
-    const auto _t0 = Clock::now();                         \
-    Status _s = (body);                                    \
-    stats_.seconds += since(_t0);                          \
-    stats_.bytes += (bytes_sent);                          \
-    stats_.calls++;                                        \
-    return _s;                                             \
-  } while (0)
+// Starts one nonblocking collective (start() fills the MPI_Request and returns MPI's code), then polls it against the
+// timeout; the time inside, waiting included, and the bytes sent go into stats().
+Status Comm::collective(double bytes_sent, const char* what, const std::function<int(void*)>& start) {
+#ifdef FRONTIER_HAVE_MPI
+  const auto t0 = Clock::now();
+  MPI_Request req;
+  const int rc = start(&req);
+  Status s = rc != MPI_SUCCESS ? fail(rc, what) : wait(&req, what);
+  stats_.seconds += since(t0);
+  stats_.bytes += bytes_sent;
+  stats_.calls++;
+  return s;
+#else
+  (void)bytes_sent;
+  (void)what;
+  (void)start;
+  return ok_status();
+#endif
+}
+
+#ifdef FRONTIER_HAVE_MPI
+#define FRONTIER_REQ static_cast<MPI_Request*>(req)
+#endif
 
 Status Comm::allreduce_sum(double* x, int n, const char* what) {
   if (size_ == 1) return ok_status();
 #ifdef FRONTIER_HAVE_MPI
-  FRONTIER_COMM_TIMED(8.0 * n, ([&]() -> Status {
-    MPI_Request req;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
-    return rc != MPI_SUCCESS ? fail(rc, what) : wait(&req, what);
-  })());
+  return collective(8.0 * n, what, [&](void* req) {
+    return MPI_Iallreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, FRONTIER_REQ);
+  });
 #else
   return ok_status();
 #endif
@@ -187,11 +204,9 @@ Status Comm::allreduce_sum(float* x, int64_t n, const char* what) {
   if (size_ == 1) return ok_status();
 #ifdef FRONTIER_HAVE_MPI
   FRONTIER_RETURN_IF_ERROR(check_count(n, what));
-  FRONTIER_COMM_TIMED(4.0 * n, ([&]() -> Status {
-    MPI_Request req;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, x, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
-    return rc != MPI_SUCCESS ? fail(rc, what) : wait(&req, what);
-  })());
+  return collective(4.0 * n, what, [&](void* req) {
+    return MPI_Iallreduce(MPI_IN_PLACE, x, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, FRONTIER_REQ);
+  });
 #else
   return ok_status();
 #endif
@@ -200,11 +215,9 @@ Status Comm::allreduce_sum(float* x, int64_t n, const char* what) {
 Status Comm::allreduce_max(int64_t* x, int n, const char* what) {
   if (size_ == 1) return ok_status();
 #ifdef FRONTIER_HAVE_MPI
-  FRONTIER_COMM_TIMED(8.0 * n, ([&]() -> Status {
-    MPI_Request req;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, x, n, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD, &req);
-    return rc != MPI_SUCCESS ? fail(rc, what) : wait(&req, what);
-  })());
+  return collective(8.0 * n, what, [&](void* req) {
+    return MPI_Iallreduce(MPI_IN_PLACE, x, n, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD, FRONTIER_REQ);
+  });
 #else
   return ok_status();
 #endif
@@ -215,18 +228,13 @@ Status Comm::allreduce_max(int64_t* x, int n, const char* what) {
 Status Comm::reduce_scatter_sum(float* buf, const std::vector<int64_t>& counts, const char* what) {
   if (size_ == 1) return ok_status();
 #ifdef FRONTIER_HAVE_MPI
-  int64_t total = 0;
-  for (int64_t c : counts) total += c;
-  FRONTIER_RETURN_IF_ERROR(check_count(total, what));
-  FRONTIER_COMM_TIMED(4.0 * total, ([&]() -> Status {
-    std::vector<int> rc_counts = to_int(counts), d = displs_of(counts);
-    MPI_Request req;
-    int rc = MPI_Ireduce_scatter(MPI_IN_PLACE, buf, rc_counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
-    if (rc != MPI_SUCCESS) return fail(rc, what);
-    FRONTIER_RETURN_IF_ERROR(wait(&req, what));
-    if (d[rank_] != 0) std::memmove(buf + d[rank_], buf, sizeof(float) * counts[rank_]);
-    return ok_status();
-  })());
+  std::vector<int> c, d;
+  FRONTIER_RETURN_IF_ERROR(blocks(counts, what, &c, &d));
+  FRONTIER_RETURN_IF_ERROR(collective(4.0 * (d.back() + c.back()), what, [&](void* req) {
+    return MPI_Ireduce_scatter(MPI_IN_PLACE, buf, c.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, FRONTIER_REQ);
+  }));
+  if (d[rank_] != 0) std::memmove(buf + d[rank_], buf, sizeof(float) * counts[rank_]);
+  return ok_status();
 #else
   return ok_status();
 #endif
@@ -235,16 +243,12 @@ Status Comm::reduce_scatter_sum(float* buf, const std::vector<int64_t>& counts, 
 Status Comm::allgather(float* buf, const std::vector<int64_t>& counts, const char* what) {
   if (size_ == 1) return ok_status();
 #ifdef FRONTIER_HAVE_MPI
-  int64_t total = 0;
-  for (int64_t c : counts) total += c;
-  FRONTIER_RETURN_IF_ERROR(check_count(total, what));
-  FRONTIER_COMM_TIMED(4.0 * counts[rank_], ([&]() -> Status {
-    std::vector<int> c = to_int(counts), d = displs_of(counts);
-    MPI_Request req;
-    int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, c.data(), d.data(), MPI_FLOAT, MPI_COMM_WORLD,
-                             &req);
-    return rc != MPI_SUCCESS ? fail(rc, what) : wait(&req, what);
-  })());
+  std::vector<int> c, d;
+  FRONTIER_RETURN_IF_ERROR(blocks(counts, what, &c, &d));
+  return collective(4.0 * counts[rank_], what, [&](void* req) {
+    return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, c.data(), d.data(), MPI_FLOAT, MPI_COMM_WORLD,
+                           FRONTIER_REQ);
+  });
 #else
   return ok_status();
 #endif
@@ -256,15 +260,12 @@ Status Comm::gather(const float* mine, float* all, const std::vector<int64_t>& c
     return ok_status();
   }
 #ifdef FRONTIER_HAVE_MPI
-  int64_t total = 0;
-  for (int64_t c : counts) total += c;
-  FRONTIER_RETURN_IF_ERROR(check_count(total, what));
-  FRONTIER_COMM_TIMED(4.0 * counts[rank_], ([&]() -> Status {
-    std::vector<int> c = to_int(counts), d = displs_of(counts);
-    MPI_Request req;
-    int rc = MPI_Igatherv(mine, c[rank_], MPI_FLOAT, all, c.data(), d.data(), MPI_FLOAT, 0, MPI_COMM_WORLD, &req);
-    return rc != MPI_SUCCESS ? fail(rc, what) : wait(&req, what);
-  })());
+  std::vector<int> c, d;
+  FRONTIER_RETURN_IF_ERROR(blocks(counts, what, &c, &d));
+  return collective(4.0 * counts[rank_], what, [&](void* req) {
+    return MPI_Igatherv(mine, c[rank_], MPI_FLOAT, all, c.data(), d.data(), MPI_FLOAT, 0, MPI_COMM_WORLD,
+                        FRONTIER_REQ);
+  });
 #else
   return ok_status();
 #endif
@@ -274,11 +275,9 @@ Status Comm::bcast(void* data, int64_t bytes, const char* what) {
   if (size_ == 1) return ok_status();
 #ifdef FRONTIER_HAVE_MPI
   FRONTIER_RETURN_IF_ERROR(check_count(bytes, what));
-  FRONTIER_COMM_TIMED(root() ? static_cast<double>(bytes) : 0.0, ([&]() -> Status {
-    MPI_Request req;
-    int rc = MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD, &req);
-    return rc != MPI_SUCCESS ? fail(rc, what) : wait(&req, what);
-  })());
+  return collective(root() ? static_cast<double>(bytes) : 0.0, what, [&](void* req) {
+    return MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD, FRONTIER_REQ);
+  });
 #else
   return ok_status();
 #endif
@@ -300,23 +299,17 @@ Status Comm::gather_strings(const std::string& mine, std::vector<std::string>* a
   }
 #ifdef FRONTIER_HAVE_MPI
   int64_t n = static_cast<int64_t>(mine.size());
-  std::vector<int64_t> lens(size_);
-  {
-    MPI_Request req;
-    int rc = MPI_Igather(&n, 1, MPI_INT64_T, lens.data(), 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &req);
-    if (rc != MPI_SUCCESS) return fail(rc, what);
-    FRONTIER_RETURN_IF_ERROR(wait(&req, what));
-  }
-  int64_t total = 0;
-  for (int64_t l : lens) total += l;
-  FRONTIER_RETURN_IF_ERROR(check_count(total, what));
-  std::vector<int> c = to_int(lens), d = displs_of(lens);
-  std::string joined(root() ? static_cast<size_t>(total) : 0, '\0');
-  MPI_Request req;
-  int rc = MPI_Igatherv(mine.data(), static_cast<int>(n), MPI_CHAR, joined.data(), c.data(), d.data(), MPI_CHAR, 0,
-                        MPI_COMM_WORLD, &req);
-  if (rc != MPI_SUCCESS) return fail(rc, what);
-  FRONTIER_RETURN_IF_ERROR(wait(&req, what));
+  std::vector<int64_t> lens(size_);  // filled on root only
+  FRONTIER_RETURN_IF_ERROR(collective(8.0, what, [&](void* req) {
+    return MPI_Igather(&n, 1, MPI_INT64_T, lens.data(), 1, MPI_INT64_T, 0, MPI_COMM_WORLD, FRONTIER_REQ);
+  }));
+  std::vector<int> c, d;
+  FRONTIER_RETURN_IF_ERROR(blocks(lens, what, &c, &d));
+  std::string joined(root() ? static_cast<size_t>(d.back() + c.back()) : 0, '\0');
+  FRONTIER_RETURN_IF_ERROR(collective(static_cast<double>(n), what, [&](void* req) {
+    return MPI_Igatherv(mine.data(), static_cast<int>(n), MPI_CHAR, joined.data(), c.data(), d.data(), MPI_CHAR, 0,
+                        MPI_COMM_WORLD, FRONTIER_REQ);
+  }));
   if (root())
     for (int r = 0; r < size_; r++) all->push_back(joined.substr(d[r], lens[r]));
   return ok_status();

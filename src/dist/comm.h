@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,7 @@ class Comm {
  private:
   Comm() = default;
   Status wait(void* request, const char* what);  // MPI_Request*, polled against the timeout
+  Status collective(double bytes_sent, const char* what, const std::function<int(void*)>& start);
   Status fail(int mpi_code, const char* what) const;
   int rank_ = 0, size_ = 1;
   std::string host_;

@@ -228,9 +228,11 @@ TEST_F(Mpi, ScaleCommFeedsTheProjection) {
   nlohmann::json p = nlohmann::json::parse(Child::slurp(dir_ + "/p.json"));
   ASSERT_GE(p["rows"].size(), 4u);
   EXPECT_NEAR(p["rows"][0]["efficiency"].get<double>(), 1.0, 1e-9);  // 1 rank
+  // Above 1 only by the optimizer's share that sharding removes from each rank (the one-rank baseline pays it all).
+  const double opt_share = p["t_opt"].get<double>() / (p["t_fb"].get<double>() + p["t_opt"].get<double>());
   for (const auto& r : p["rows"]) {
     EXPECT_GT(r["tokens_per_sec"].get<double>(), 0);
-    EXPECT_LE(r["efficiency"].get<double>(), 1.0 + 1e-9) << r.dump();
+    EXPECT_LE(r["efficiency"].get<double>(), 1.0 / (1.0 - opt_share) + 1e-9) << r.dump();
   }
   EXPECT_NE(o.out.find("measured: 1 host, 2 ranks"), std::string::npos) << o.out;
 }
