@@ -409,10 +409,12 @@ Status TrainRun::setup() {
     std::printf("ranks: %d x %d threads (mpirun); %d data streams; optimizer %s; comm timeout %.0fs\n", comm_.size(),
                 threads_, streams_, sharded_ ? ("sharded: " + plan_.describe()).c_str() : "replicated (all-reduce)",
                 comm_.timeout());
-  std::printf("batch: %d x %d tokens x %lld accumulation x %d ranks = %lld tokens/step; flops/token %.3g; %s peak "
-              "%.1f GFLOP/s (%d ranks x %d threads, %s)\n",
-              B_, T_, static_cast<long long>(accum_), comm_.size(), static_cast<long long>(total_), flops_per_token_,
-              ceil.unit.c_str(), peak_, comm_.size(), threads_, peak_src.c_str());
+  const std::string ranks = comm_.distributed() ? " x " + std::to_string(comm_.size()) + " ranks" : "";
+  std::printf("batch: %d x %d tokens x %lld accumulation%s = %lld tokens/step; flops/token %.3g; %s peak %.1f "
+              "GFLOP/s (%s%d threads, %s)\n",
+              B_, T_, static_cast<long long>(accum_), ranks.c_str(), static_cast<long long>(total_),
+              flops_per_token_, ceil.unit.c_str(), peak_, comm_.distributed() ? (ranks.substr(3) + " x ").c_str() : "",
+              threads_, peak_src.c_str());
   std::printf("memory: about %s per rank (estimate); %.1f GB available\n", mem_.describe().c_str(),
               available_memory_bytes() / 1e9);
   std::printf("data: %s (tokenizer %s, data %s)\n", data_.dir().c_str(), short_hash(identity_.tokenizer).c_str(),

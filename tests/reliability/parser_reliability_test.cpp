@@ -227,7 +227,7 @@ TEST(ParserReliability, LoaderStateOfTheWrongTypeIsACleanError) {
   std::memcpy(&config_bytes, ckpt.data() + 16, 8);
   const size_t at = 104 + config_bytes;  // the header, then the config, then the metadata
   nlohmann::json meta = nlohmann::json::parse(ckpt.substr(at, meta_bytes));
-  meta["loader"]["epoch"] = "x";
+  meta["loaders"][0]["epoch"] = "x";  // one data stream's position (one process: one stream)
   meta["finished"] = false;
   std::string m = meta.dump(), body = ckpt.substr(104, config_bytes) + m + ckpt.substr(at + meta_bytes);
   meta_bytes = static_cast<uint32_t>(m.size());
