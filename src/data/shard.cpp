@@ -102,7 +102,7 @@ Status read_token_bytes(const std::string& path, std::vector<int32_t>* tb) {
     return Status::error("corrupt token_bytes file " + path + " (bad magic; re-run `frontier prepare`)");
   std::memcpy(&version, data.data() + 8, 4);
   std::memcpy(&n, data.data() + 12, 4);
-  if (version != 1 || data.size() != 16 + static_cast<size_t>(n) * 4)
+  if (version != 1 || n == 0 || data.size() != 16 + static_cast<size_t>(n) * 4)  // n = 0: no vocabulary at all
     return Status::error("corrupt token_bytes file " + path + " (bad version or size; re-run `frontier prepare`)");
   tb->resize(n);
   std::memcpy(tb->data(), data.data() + 16, static_cast<size_t>(n) * 4);
