@@ -7,6 +7,7 @@
 //   calibrate  measure and save the peak of each arithmetic unit and memory bandwidth (calibrate/calibrate.h)
 //   sample     generate text from a checkpoint with a KV cache (model/sampler.h)
 //   research   the autoresearch loop: trials under the budget, keep what lowers val_bpb (research/research.h)
+//   advise     the co-design advisor: the shape predicted to reach the lowest val_bpb in a budget (advise/advise.h)
 //   bench      kernel GFLOP/s vs the ceilings and OpenBLAS, training tokens/s and MFU (bench/bench.h)
 //   profile    per-op time, FLOPs, bytes and roofline bound of a few training steps, Perfetto trace (profile/profile.h)
 //   export     a checkpoint's model as safetensors + config.json + tokenizer, nanochat's names (export/model_dir.h)
@@ -45,6 +46,7 @@
 #include "dist/scale_model.h"
 #include "tokenizer/tokenizer.h"
 #include "research/research.h"
+#include "advise/advise.h"
 #include "train/identity.h"
 #include "train/train.h"
 #include "util/file.h"
@@ -414,6 +416,29 @@ static int run_main(int argc, char** argv) {
   rs->add_option("--ranks", ro.ranks, "Run each trial on this many ranks under mpirun (docs/distributed.md)")
       ->check(CLI::Range(1, 4096))->capture_default_str();
 
+  auto* ad = app.add_subcommand("advise", "The co-design advisor: time candidate shapes here, fit a loss model "
+                                          "L(N, D) to a sweep of short runs on the data (both cached), predict each "
+                                          "candidate's val_bpb at the budget, write the best as a config and train "
+                                          "it to check (docs/codesign.md)");
+  AdviseOptions ao;
+  ad->add_option("--budget", ao.budget, "Training budget, seconds")->check(rs_finite(true));
+  ad->add_option("--base", ao.base, "Base config: the recipe kept (learning rates, schedule, batch in sequences, "
+                                    "precision)")->capture_default_str();
+  ad->add_option("--data", ao.data, "Prepared dataset (default: the base's train.data)");
+  ad->add_option("--out", ao.out, "Write the advised config here")->capture_default_str();
+  ad->add_option("--cache", ao.cache, "Cache of step times, sweep points and validations (default "
+                                      "$FRONTIER_CACHE/advise)");
+  ad->add_option("--validate", ao.validate, "Train the best K candidates at the full budget: predicted vs measured")
+      ->check(CLI::Range(0, 64))->capture_default_str();
+  ad->add_option("--compare", ao.compare, "Configs to train at the full budget beside the advice, repeatable");
+  ad->add_option("--depths", ao.depths, "Candidate depths")->check(CLI::Range(1, 64))->delimiter(',')
+      ->capture_default_str();
+  ad->add_option("--seq-lens", ao.seq_lens, "Candidate sequence lengths (at least one)")->check(CLI::Range(8, 65536))
+      ->delimiter(',')->capture_default_str();
+  ad->add_flag("--no-sweep", ao.no_sweep, "Run no sweep: fit the cached points only (a longer budget than they cover "
+                                         "is then an extrapolation, which the output says)");
+  ad->add_option("--chart", ao.chart, "Only draw val_bpb against budget of every recorded validation as SVG here");
+
   // Scale-out (dist/, docs/distributed.md): collective speeds between ranks, and a projection to more ranks.
   auto* sc = app.add_subcommand("scale", "Data-parallel scaling: `mpirun -np R frontier scale comm` times the "
                                          "collectives between ranks; `frontier scale project` projects tokens/s "
@@ -615,6 +640,13 @@ static int run_main(int argc, char** argv) {
       });
       return s.ok() ? 0 : fail(s);
     }
+    return 0;
+  }
+
+  if (ad->parsed()) {
+    if (ao.budget <= 0 && ao.chart.empty()) return fail(Status::error("advise needs --budget SECONDS"));
+    Status s = run_advise(ao);
+    if (!s.ok()) return fail(s);
     return 0;
   }
 

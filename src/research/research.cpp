@@ -143,13 +143,6 @@ std::string describe(const std::map<std::string, std::string>& set) {
   return s.empty() ? "base config" : s;
 }
 
-struct TrialResult {
-  std::string status;  // ok | crash | interrupted
-  double val_bpb = 0, memory_gb = 0, seconds = 0;
-  json summary = json::object();
-  std::string error;
-};
-
 // The summary block `frontier train` prints last ("---", then "key: value" lines), parsed as data: at most
 // kSummaryKeys keys of [a-z0-9_] (64 bytes at most), values of 256 bytes at most; a value is a number when all of
 // it parses as a finite double, else a string. False when the text has no summary block.
@@ -182,6 +175,8 @@ std::string last_error_line(const std::string& log) {
   size_t nl = log.find('\n', e);
   return log.substr(e + 7, nl == std::string::npos ? std::string::npos : nl - e - 7);
 }
+
+}  // namespace
 
 // Runs `frontier train` in its own process group (util/subprocess.h); its stdout and stderr go to dir/train.log.
 // A crash, a non-zero exit, a summary without a valid val_bpb or a hang (3x the budget + 300 s, then the group is
@@ -242,6 +237,8 @@ TrialResult run_trial(const ResearchOptions& o, const std::map<std::string, std:
   res.memory_gb = m != res.summary.end() && m->is_number() ? m->get<double>() / 1024.0 : 0.0;
   return res;
 }
+
+namespace {
 
 struct Session {
   explicit Session(const ResearchOptions& opt) : o(opt) {}

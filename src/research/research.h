@@ -27,7 +27,7 @@
 #pragma once
 
 #include <map>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -71,6 +71,20 @@ struct ResearchOptions {
   std::string budget_mode = "probe";
   std::string mpirun = "mpirun";    // the launcher (found on PATH)
 };
+
+// One `frontier train` run of o.base (+ o.data, o.extra_sets, set, train.seed, train.run_dir = dir/run) under
+// `budget` seconds, in its own process group (o.ranks > 1: under mpirun), its output in dir/train.log. Never throws
+// and never returns early: a crash, a non-zero exit, a summary without a valid val_bpb or a hang (3 x budget +
+// 300 s) is status "crash" with the error; a stop signal is "interrupted". The advisor (advise/) runs its sweep
+// and validation runs through it too.
+struct TrialResult {
+  std::string status;  // ok | crash | interrupted
+  double val_bpb = 0, memory_gb = 0, seconds = 0;
+  nlohmann::json summary = nlohmann::json::object();  // the summary block, parsed ("num_steps": 80, ...)
+  std::string error;
+};
+TrialResult run_trial(const ResearchOptions& o, const std::map<std::string, std::string>& set, double budget,
+                      uint64_t seed, const std::string& dir);
 
 // Every numeric option is checked first (finite, in range: an error names the option).
 Status run_research(const ResearchOptions& o);

@@ -1,0 +1,640 @@
+#include "advise/advise.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "advise/budget_chart.h"
+#include "advise/loss_model.h"
+#include "calibrate/calibrate.h"
+#include "data/dataset.h"
+#include "data/default_corpus.h"
+#include "dist/scale_model.h"
+#include "kernels/isa.h"
+#include "model/model_config.h"
+#include "research/research.h"
+#include "train/train.h"
+#include "util/file.h"
+#include "util/sha256.h"
+#include "util/stop_signal.h"
+
+namespace frontier {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr int kMinSteps = 10;  // a candidate or sweep run with fewer optimizer steps says nothing useful
+
+// A step's time: the faster of two measurements of 3 timed steps (after 2 warm-up) each. Other work on the machine
+// only ever adds time, so the faster is the better estimate of the step alone.
+Status time_step(const Config& cfg, int threads, StepParts* out) {
+  for (int round = 0; round < 2; round++) {
+    StepParts p;
+    FRONTIER_RETURN_IF_ERROR(measure_step_parts(cfg, threads, 3, &p));
+    if (round == 0 || p.t_fb * p.accum + p.t_opt < out->t_fb * out->accum + out->t_opt) *out = p;
+  }
+  return ok_status();
+}
+
+struct Candidate {
+  int depth = 0, dim = 0, n_head = 0, T = 0, B = 0, recipe = 0;
+  double step_s = 0, t_opt = 0;   // measured: s per optimizer step, of which the optimizer
+  int64_t steps = 0, tokens = 0;  // at the budget
+  double n_ne = 0, flops_per_token = 0;
+  double predicted = 0;
+  std::string excluded;  // why it is not a candidate at this budget ("" = it is)
+  std::string label() const {
+    char b[64];
+    std::snprintf(b, sizeof(b), "depth %d T %d", depth, T);
+    return b;
+  }
+  double tokens_per_s() const { return B * double(T) / step_s; }
+};
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t c = line.find(':');
+      if (c != std::string::npos) return line.substr(line.find_first_not_of(" \t", c + 1));
+    }
+  }
+  return "unknown cpu";
+}
+
+Status read_json(const std::string& path, json* out) {
+  std::string text;
+  FRONTIER_RETURN_IF_ERROR(read_file(path, &text));
+  try {
+    *out = json::parse(text);
+  } catch (const std::exception& e) {
+    return Status::error(path + " is not valid JSON (" + e.what() + "): delete it and it is measured again");
+  }
+  return ok_status();
+}
+
+// nanochat's estimate: 6 x (matrix parameters, lm_head included) + attention's 12 L C T, per token (forward and
+// backward).
+double flops_per_token(int depth, int dim, int T, int vocab) {
+  return 6.0 * (non_embedding_params(depth, dim) + double(dim) * vocab) + 12.0 * depth * double(dim) * T;
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof(b), f, v);
+  return b;
+}
+
+std::string si(double v) {
+  if (v >= 1e9) return fmt("%.2fG", v / 1e9);
+  if (v >= 1e6) return fmt("%.2fM", v / 1e6);
+  if (v >= 1e3) return fmt("%.1fk", v / 1e3);
+  return fmt("%.0f", v);
+}
+
+struct Advisor {
+  const AdviseOptions& o;
+  Config base;
+  std::string data_dir, cache_dir, recipe_dir, machine, bin;
+  int threads = 0, vocab = 0;
+  int64_t train_tokens = 0;
+  Precision prec = Precision::kFp32;
+  Calibration cal;
+  double peak = 0;
+  std::vector<Candidate> cands;
+  std::vector<json> points;  // points.jsonl
+  json speed = json::object();
+  LossModel model;
+
+  explicit Advisor(const AdviseOptions& opt) : o(opt) {}
+
+  Status setup();
+  std::string speed_key(int depth, int T, int B) const;
+  Status measure_speeds();
+  Status sweep();
+  Status fit();
+  void predict();
+  Status write_advice(const Candidate& pick);
+  Status validate(const std::vector<const Candidate*>& picks);
+  Status run_at_budget(const std::string& label, const std::string& config, const Candidate* c, double step_s,
+                       const std::string& shape_key, double predicted);
+  Config candidate_config(const Candidate& c) const;
+  std::map<std::string, std::string> candidate_sets(const Candidate& c) const;
+};
+
+Status Advisor::setup() {
+  if (!(o.budget > 0) || !std::isfinite(o.budget)) return Status::error("--budget must be a number of seconds > 0");
+  ConfigSchema schema = train_schema();
+  base = schema.defaults();
+  FRONTIER_RETURN_IF_ERROR(schema.load_toml(o.base, &base));
+  data_dir = o.data.empty() ? base.get_string("train.data") : o.data;
+  base.set("train.data", data_dir);
+  base.set("train.budget_seconds", o.budget);
+  base.set("train.total_batch_tokens", int64_t(0));
+  PreparedData data;
+  Status s = data.open(data_dir, /*verify=*/false);
+  if (!s.ok()) return Status::error("advise needs a prepared dataset: " + s.message());
+  const json& m = data.manifest();
+  train_tokens = m["splits"]["train"]["tokens"].get<int64_t>();
+  vocab = m["tokenizer"]["vocab_size"].get<int>();
+  if (base.get_int("model.vocab_size") != 0 && base.get_int("model.vocab_size") != vocab)
+    return Status::error(o.base + " sets model.vocab_size = " + std::to_string(base.get_int("model.vocab_size")) +
+                         " but " + data_dir + " has " + std::to_string(vocab) + " tokens: set it to 0 (the data's)");
+  base.set("model.vocab_size", int64_t(vocab));
+  FRONTIER_RETURN_IF_ERROR(resolve_precision(base.get_string("train.precision"), &prec));
+  threads = base.get_int("train.threads") > 0 ? static_cast<int>(base.get_int("train.threads")) : omp_get_num_procs();
+  std::string peak_src = peak_unit_name(peak_unit_for(prec, active_isa()));
+  if (base.get_float("train.peak_gflops") > 0) {
+    peak = base.get_float("train.peak_gflops");
+    peak_src = "train.peak_gflops";
+  } else if (load_calibration(calibration_path(), threads, &cal)) {
+    peak = cal.peak(peak_unit_for(prec, active_isa()));
+  } else {
+    return Status::error("no calibration for " + std::to_string(threads) + " threads on this machine (" +
+                         calibration_path() + "): run `frontier calibrate` first (or set train.peak_gflops); the "
+                         "advisor states each candidate's MFU and the roofline against it");
+  }
+  cache_dir = o.cache.empty() ? frontier_cache_dir() + "/advise" : o.cache;
+  machine = cpu_model() + " | " + isa_name(active_isa()) + " | " + std::to_string(threads) + " threads | " +
+            precision_name(prec);
+  // Everything but the shape that changes what a run of a given shape and step count scores.
+  std::string recipe;
+  for (const auto& [k, v] : base.values()) {
+    bool keep = k.rfind("optim.", 0) == 0 || k.rfind("eval.", 0) == 0 || k == "train.warmup_ratio" ||
+                k == "train.warmdown_ratio" || k == "train.final_lr_frac" || k == "train.seed" ||
+                k == "train.precision" || k == "model.aspect_ratio" || k == "model.head_dim" ||
+                k == "model.n_kv_head" || k == "model.dim";
+    if (!keep) continue;
+    std::ostringstream ss;
+    ss.precision(17);
+    std::visit([&ss](const auto& x) { ss << x; }, v);
+    recipe += k + "=" + ss.str() + "\n";
+  }
+  recipe += "precision=" + std::string(precision_name(prec)) + "\n";
+  const std::string fp = m.value("fingerprint", std::string("nofingerprint"));
+  recipe_dir = cache_dir + "/" + fp.substr(0, 12) + "-" + sha256_hex(recipe).substr(0, 12);
+  FRONTIER_RETURN_IF_ERROR(make_dirs(recipe_dir));
+  FRONTIER_RETURN_IF_ERROR(write_file_atomic(recipe_dir + "/recipe.txt", "data: " + data_dir + "\n" + recipe));
+  bin = o.frontier_bin.empty() ? "/proc/self/exe" : o.frontier_bin;
+
+  if (file_exists(cache_dir + "/speed.json")) FRONTIER_RETURN_IF_ERROR(read_json(cache_dir + "/speed.json", &speed));
+  if (!speed.is_object()) speed = json::object();
+  if (file_exists(recipe_dir + "/points.jsonl")) {
+    std::ifstream f(recipe_dir + "/points.jsonl");
+    std::string line;
+    int n = 0;
+    while (std::getline(f, line)) {
+      n++;
+      if (line.empty()) continue;
+      try {
+        points.push_back(json::parse(line));
+      } catch (const std::exception&) {
+        return Status::error(recipe_dir + "/points.jsonl:" + std::to_string(n) + ": not JSON (delete the line)");
+      }
+    }
+  }
+
+  const int B = static_cast<int>(base.get_int("train.micro_batch"));
+  for (size_t r = 0; r < o.seq_lens.size(); r++) {
+    for (int d : o.depths) {
+      Candidate c;
+      c.depth = d;
+      c.T = o.seq_lens[r];
+      c.B = B;
+      c.recipe = static_cast<int>(r);
+      Config cc = candidate_config(c);
+      ModelShape shape;
+      FRONTIER_RETURN_IF_ERROR(derive_model_shape(cc, &shape));
+      c.dim = shape.dim;
+      c.n_head = shape.n_head;
+      c.n_ne = non_embedding_params(d, shape.dim);
+      c.flops_per_token = flops_per_token(d, shape.dim, c.T, vocab);
+      cands.push_back(c);
+    }
+  }
+  std::printf("advise: budget %.0f s on %s (%s train tokens, vocabulary %d), base %s\n", o.budget, data_dir.c_str(),
+              si(double(train_tokens)).c_str(), vocab, o.base.c_str());
+  std::printf("advise: machine %s; peak %.0f GFLOP/s (%s)", machine.c_str(), peak, peak_src.c_str());
+  if (cal.mem_gbs > 0)
+    std::printf(", memory %.1f GB/s: ridge %.0f FLOP/byte", cal.mem_gbs, peak / cal.mem_gbs);
+  std::printf("\n");
+  std::printf("advise: %zu candidates (depths", cands.size());
+  for (int d : o.depths) std::printf(" %d", d);
+  std::printf(" x seq_len");
+  for (int t : o.seq_lens) std::printf(" %d", t);
+  std::printf(", micro_batch %d); cache %s\n", B, recipe_dir.c_str());
+  return ok_status();
+}
+
+Config Advisor::candidate_config(const Candidate& c) const {
+  Config cc = base;
+  cc.set("model.depth", int64_t(c.depth));
+  cc.set("model.seq_len", int64_t(c.T));
+  cc.set("train.micro_batch", int64_t(c.B));
+  return cc;
+}
+
+std::map<std::string, std::string> Advisor::candidate_sets(const Candidate& c) const {
+  return {{"model.depth", std::to_string(c.depth)},
+          {"model.seq_len", std::to_string(c.T)},
+          {"train.micro_batch", std::to_string(c.B)},
+          {"train.total_batch_tokens", "0"},
+          {"model.vocab_size", std::to_string(vocab)},
+          {"train.threads", std::to_string(threads)},
+          {"train.checkpoint_every_seconds", "0"}};
+}
+
+std::string Advisor::speed_key(int depth, int T, int B) const {
+  const Config& b = base;
+  return machine + " | depth " + std::to_string(depth) + " aspect " + std::to_string(b.get_int("model.aspect_ratio")) +
+         " head_dim " + std::to_string(b.get_int("model.head_dim")) + " kv " +
+         std::to_string(b.get_int("model.n_kv_head")) + " dim " + std::to_string(b.get_int("model.dim")) + " T " +
+         std::to_string(T) + " B " + std::to_string(B) + " V " + std::to_string(vocab) + " chunk " +
+         std::to_string(b.get_int("model.ce_vocab_chunk"));
+}
+
+Status Advisor::measure_speeds() {
+  int measured = 0;
+  for (size_t i = 0; i < cands.size(); i++) {
+    Candidate& c = cands[i];
+    const std::string key = speed_key(c.depth, c.T, c.B);
+    auto it = speed.find(key);
+    if (it == speed.end()) {
+      if (StopSignals::received()) return Status::error("advise: stopped by a signal");
+      StepParts p;
+      Status s = time_step(candidate_config(c), threads, &p);
+      if (!s.ok()) return Status::error("advise: timing " + c.label() + " failed: " + s.message());
+      const double load = [] {
+        double l[1] = {0};
+        return getloadavg(l, 1) == 1 ? l[0] : -1.0;
+      }();
+      speed[key] = {{"step_s", p.t_fb * p.accum + p.t_opt}, {"t_opt", p.t_opt}, {"load", load},
+                    {"when", static_cast<int64_t>(std::time(nullptr))}};
+      FRONTIER_RETURN_IF_ERROR(write_file_atomic(cache_dir + "/speed.json", speed.dump(1)));
+      measured++;
+      std::printf("speed %2zu/%zu  %-16s %8.4f s/step  %7.0f tokens/s  (load %.1f)\n", i + 1, cands.size(),
+                  c.label().c_str(), speed[key]["step_s"].get<double>(),
+                  c.B * double(c.T) / speed[key]["step_s"].get<double>(), load);
+      std::fflush(stdout);
+    }
+    c.step_s = speed[key]["step_s"].get<double>();
+    c.t_opt = speed[key]["t_opt"].get<double>();
+  }
+  std::printf("advise: step times: %d measured now, %zu from %s/speed.json\n", measured, cands.size() - measured,
+              cache_dir.c_str());
+  double fastest = INFINITY;
+  for (auto& c : cands) {
+    fastest = std::min(fastest, c.step_s);
+    c.steps = static_cast<int64_t>(o.budget / c.step_s);
+    c.tokens = c.steps * c.B * c.T;
+    if (c.steps < kMinSteps) {
+      c.excluded = "only " + std::to_string(c.steps) + " steps in the budget (fewer than " +
+                   std::to_string(kMinSteps) + ")";
+    } else if (c.tokens > train_tokens) {
+      c.excluded = "would train on its data " + fmt("%.2f", double(c.tokens) / train_tokens) +
+                   " times (repeating documents); prepare more text";
+    }
+  }
+  if (o.budget < fastest)
+    return Status::error("a budget of " + fmt("%g", o.budget) + " s is shorter than one step of the fastest "
+                         "candidate (" + fmt("%.3f", fastest) + " s): give --budget at least " +
+                         fmt("%.0f", std::ceil(fastest * kMinSteps)) + " s");
+  bool any = false;
+  for (const auto& c : cands) any = any || c.excluded.empty();
+  if (!any) {
+    for (const auto& c : cands)
+      if (c.tokens > train_tokens)
+        return Status::error("the dataset " + data_dir + " (" + si(double(train_tokens)) + " train tokens) is too "
+                             "small for " + fmt("%g", o.budget) + " s: every candidate would repeat it (the "
+                             "fastest would see it " + fmt("%.1f", double(c.tokens) / train_tokens) +
+                             " times); prepare more text or lower --budget");
+    return Status::error("a budget of " + fmt("%g", o.budget) + " s gives every candidate fewer than " +
+                         std::to_string(kMinSteps) + " steps: give --budget at least " +
+                         fmt("%.0f", std::ceil(fastest * kMinSteps)) + " s");
+  }
+  return ok_status();
+}
+
+// The sweep plan (see advise.h), reusing cached points of the same shape within 2x of the wanted steps.
+Status Advisor::sweep() {
+  struct Plan {
+    const Candidate* c;
+    double frac;
+  };
+  std::vector<Plan> plan;
+  const int R = static_cast<int>(o.seq_lens.size()), main_r = R / 2;
+  const int nd = static_cast<int>(o.depths.size());
+  auto depth_at = [&](double q) { return o.depths[static_cast<size_t>(std::lround(q * (nd - 1)))]; };
+  auto find = [&](int depth, int r) -> const Candidate* {
+    for (const auto& c : cands)
+      if (c.depth == depth && c.recipe == r) return &c;
+    return nullptr;
+  };
+  std::vector<int> main_depths = {depth_at(0.15), depth_at(0.5), depth_at(0.85)};
+  main_depths.erase(std::unique(main_depths.begin(), main_depths.end()), main_depths.end());
+  for (int d : main_depths)
+    for (double f : {0.125, 0.5}) plan.push_back({find(d, main_r), f});
+  for (int r = 0; r < R; r++)
+    if (r != main_r)
+      for (int d : {depth_at(0.15), depth_at(0.5)}) plan.push_back({find(d, r), 0.25});
+
+  double planned_s = 0;
+  std::vector<std::pair<const Plan*, int64_t>> todo;
+  for (const auto& p : plan) {
+    int64_t steps = std::max<int64_t>(kMinSteps, static_cast<int64_t>(p.frac * o.budget / p.c->step_s));
+    bool cached = false;
+    for (const auto& pt : points) {
+      if (pt.value("depth", 0) == p.c->depth && pt.value("seq_len", 0) == p.c->T &&
+          pt.value("micro_batch", 0) == p.c->B) {
+        double ratio = pt.value("steps", 0) / double(steps);
+        cached = cached || (ratio >= 0.5 && ratio <= 2);
+      }
+    }
+    for (const auto& [q, qs] : todo) cached = cached || (q->c == p.c && qs == steps);  // planned twice
+    if (!cached) {
+      todo.push_back({&p, steps});
+      planned_s += steps * p.c->step_s;
+    }
+  }
+  if (o.no_sweep) {
+    std::printf("advise: loss sweep skipped (--no-sweep): %zu of its %zu runs are not cached; fitting the %zu cached "
+                "points (a prediction outside their range of tokens is an extrapolation)\n",
+                todo.size(), plan.size(), points.size());
+    return ok_status();
+  }
+  std::printf("advise: loss sweep: %zu runs planned, %zu cached, %zu to run (about %.0f s of training)\n",
+              plan.size(), plan.size() - todo.size(), todo.size(), planned_s);
+  ResearchOptions ro;
+  ro.base = o.base;
+  ro.data = data_dir;
+  ro.frontier_bin = bin;
+  int k = 0;
+  for (const auto& [p, steps] : todo) {
+    k++;
+    const Candidate& c = *p->c;
+    auto sets = candidate_sets(c);
+    sets["train.max_steps"] = std::to_string(steps);
+    sets["train.budget_mode"] = "wall";
+    const double expected = steps * c.step_s;
+    const std::string dir = recipe_dir + "/runs/d" + std::to_string(c.depth) + "-t" + std::to_string(c.T) + "-b" +
+                            std::to_string(c.B) + "-s" + std::to_string(steps);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);  // an interrupted sweep run is started again
+    std::printf("sweep %2d/%zu  %-16s %5lld steps (%s tokens, ~%.0f s) ... ", k, todo.size(), c.label().c_str(),
+                static_cast<long long>(steps), si(double(steps) * c.B * c.T).c_str(), expected);
+    std::fflush(stdout);
+    // The budget only guards against a run that never ends: max_steps decides, on step progress.
+    TrialResult r = run_trial(ro, sets, 20 * expected + 120, static_cast<uint64_t>(base.get_int("train.seed")), dir);
+    if (r.status == "interrupted") return Status::error("advise: " + r.error);
+    if (r.status != "ok") {
+      std::printf("failed: %s\n", r.error.c_str());
+      continue;
+    }
+    const int64_t done = r.summary.value("num_steps", int64_t(0));
+    if (done != steps) {
+      std::printf("stopped at step %lld of %lld (the machine was too slow for its guard budget): not used\n",
+                  static_cast<long long>(done), static_cast<long long>(steps));
+      continue;
+    }
+    json pt = {{"depth", c.depth}, {"dim", c.dim}, {"seq_len", c.T}, {"micro_batch", c.B}, {"steps", steps},
+               {"tokens", steps * c.B * c.T}, {"n_ne", c.n_ne}, {"val_bpb", r.val_bpb},
+               {"seconds", r.summary.value("training_seconds", 0.0)}, {"machine", machine},
+               {"when", static_cast<int64_t>(std::time(nullptr))}};
+    points.push_back(pt);
+    std::string all;
+    for (const auto& q : points) all += q.dump() + "\n";
+    FRONTIER_RETURN_IF_ERROR(write_file_atomic(recipe_dir + "/points.jsonl", all));
+    std::printf("val_bpb %.4f (%.0f s)\n", r.val_bpb, r.seconds);
+    std::fflush(stdout);
+  }
+  return ok_status();
+}
+
+Status Advisor::fit() {
+  std::vector<LossPoint> pts;
+  std::vector<const json*> src;
+  for (const auto& p : points) {
+    auto it = std::find(o.seq_lens.begin(), o.seq_lens.end(), p.value("seq_len", 0));
+    if (it == o.seq_lens.end() || p.value("micro_batch", 0) != base.get_int("train.micro_batch")) continue;
+    pts.push_back({p.value("n_ne", 0.0), double(p.value("tokens", int64_t(0))),
+                   static_cast<int>(it - o.seq_lens.begin()), p.value("val_bpb", 0.0)});
+    src.push_back(&p);
+  }
+  Status s = fit_loss_model(pts, static_cast<int>(o.seq_lens.size()), &model);
+  if (!s.ok()) return Status::error("advise: " + s.message() + " (points in " + recipe_dir + "/points.jsonl)");
+  std::printf("\nloss model, fitted to %zu sweep points: %s\n", pts.size(), model.describe().c_str());
+  std::printf("  %-16s %7s %9s %9s %9s %8s\n", "point", "steps", "tokens", "measured", "fitted", "error");
+  for (size_t i = 0; i < pts.size(); i++) {
+    double f = model.predict(pts[i].n, pts[i].d, pts[i].recipe);
+    std::printf("  depth %d T %-6d %7lld %9s %9.4f %9.4f %+7.2f%%\n", src[i]->value("depth", 0),
+                src[i]->value("seq_len", 0), static_cast<long long>(src[i]->value("steps", int64_t(0))),
+                si(pts[i].d).c_str(), pts[i].bpb, f, 100 * (f - pts[i].bpb) / pts[i].bpb);
+  }
+  std::printf("  fit rms error %.4f bpb; leave-one-out (each point predicted from the others, %d points): rms %.4f, "
+              "max %.4f bpb\n", model.rmse, model.loo_points, model.loo_rmse, model.loo_max);
+  return ok_status();
+}
+
+void Advisor::predict() {
+  double max_d = 0;
+  for (const auto& p : points) max_d = std::max(max_d, double(p.value("tokens", int64_t(0))));
+  for (auto& c : cands) c.predicted = model.predict(c.n_ne, double(std::max<int64_t>(c.tokens, 1)), c.recipe);
+  std::vector<Candidate*> order;
+  for (auto& c : cands) order.push_back(&c);
+  std::stable_sort(order.begin(), order.end(), [](const Candidate* a, const Candidate* b) {
+    if (a->excluded.empty() != b->excluded.empty()) return a->excluded.empty();
+    return a->predicted < b->predicted;
+  });
+  std::printf("\ncandidates at %.0f s, best first (predicted val_bpb; MFU against %.0f GFLOP/s)\n", o.budget, peak);
+  std::printf("  %-16s %5s %7s %9s %8s %6s %6s %5s %5s %9s %8s  %s\n", "shape", "dim", "N", "tokens/s", "steps",
+              "tokens", "tok/N", "MFU", "opt", "attn", "predicted", "");
+  for (const Candidate* c : order) {
+    const double mfu = c->flops_per_token * c->tokens_per_s() / (peak * 1e9);
+    const double attn = 12.0 * c->depth * c->dim * double(c->T) / c->flops_per_token;
+    std::printf("  %-16s %5d %7s %9.0f %8lld %6s %6.1f %4.0f%% %4.0f%% %8.1f%% %8.4f  %s\n", c->label().c_str(),
+                c->dim, si(c->n_ne).c_str(), c->tokens_per_s(), static_cast<long long>(c->steps),
+                si(double(c->tokens)).c_str(), c->tokens / c->n_ne, 100 * mfu, 100 * c->t_opt / c->step_s,
+                100 * attn, c->predicted,
+                !c->excluded.empty()         ? ("excluded: " + c->excluded).c_str()
+                : c->tokens > 2 * max_d      ? fmt("extrapolated: %.1fx the sweep's most tokens", c->tokens / max_d).c_str()
+                                             : "");
+  }
+}
+
+Status Advisor::write_advice(const Candidate& p) {
+  ConfigSchema schema = train_schema();
+  Config defaults = schema.defaults(), diff;
+  Config cc = candidate_config(p);
+  cc.set("model.vocab_size", int64_t(0));  // the data's
+  for (const auto& [k, v] : cc.values()) {
+    bool always = k == "model.depth" || k == "model.seq_len" || k == "train.micro_batch" || k == "train.data" ||
+                  k == "train.budget_seconds";
+    if (always || defaults.values().at(k) != v) diff.set(k, v);
+  }
+  const double mfu = p.flops_per_token * p.tokens_per_s() / (peak * 1e9);
+  char head[2048];
+  std::snprintf(head, sizeof(head),
+                "# Advised by `frontier advise --budget %.0f` for %s on %s.\n"
+                "# depth %d -> dim %d, %d head(s); seq_len %d, %d sequences per step (%d tokens), no accumulation.\n"
+                "# Measured here: %.4f s per step, %.0f tokens/s (MFU %.0f%%), so %lld steps and %s tokens in the "
+                "budget,\n# %.1f tokens per non-embedding parameter (%s). Predicted val_bpb %.4f (the loss model's "
+                "leave-one-out\n# error: rms %.4f, max %.4f). Learning rates, warmdown and precision are %s's.\n",
+                o.budget, data_dir.c_str(), machine.c_str(), p.depth, p.dim, p.n_head, p.T, p.B, p.B * p.T,
+                p.step_s, p.tokens_per_s(), 100 * mfu, static_cast<long long>(p.steps),
+                si(double(p.tokens)).c_str(), p.tokens / p.n_ne, si(p.n_ne).c_str(), p.predicted, model.loo_rmse,
+                model.loo_max, o.base.c_str());
+  FRONTIER_RETURN_IF_ERROR(write_file_atomic(o.out, std::string(head) + diff.to_toml()));
+  std::printf("\nadvice: %s, seq_len %d, micro_batch %d: predicted val_bpb %.4f; written to %s\n",
+              p.label().c_str(), p.T, p.B, p.predicted, o.out.c_str());
+  return ok_status();
+}
+
+// Trains a config (or a candidate) at the full budget in probe mode with the step time the advisor measured, so
+// that the prediction and the run see the same number of steps.
+Status Advisor::run_at_budget(const std::string& label, const std::string& config, const Candidate* c,
+                              double step_s, const std::string& shape_key, double predicted) {
+  ResearchOptions ro;
+  ro.base = config;
+  ro.data = data_dir;
+  ro.frontier_bin = bin;
+  std::map<std::string, std::string> sets;
+  if (c != nullptr) sets = candidate_sets(*c);
+  sets["train.budget_mode"] = "probe";
+  sets["train.probe_step_seconds"] = fmt("%.9g", step_s);
+  sets["train.threads"] = std::to_string(threads);
+  sets["train.checkpoint_every_seconds"] = "0";
+  const std::string dir = recipe_dir + "/validate/" +
+                          sha256_hex(label + config + shape_key + fmt("%.0f", o.budget)).substr(0, 12);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  const int64_t steps = static_cast<int64_t>(o.budget / step_s);
+  std::printf("validate  %-28s %6lld steps ... ", label.c_str(), static_cast<long long>(steps));
+  std::fflush(stdout);
+  TrialResult r = run_trial(ro, sets, o.budget, static_cast<uint64_t>(base.get_int("train.seed")), dir);
+  if (r.status == "interrupted") return Status::error("advise: " + r.error);
+  if (r.status != "ok") {
+    std::printf("failed: %s\n", r.error.c_str());
+    return ok_status();
+  }
+  std::string pred = predicted > 0 ? fmt("predicted %.4f, ", predicted) : "";
+  std::printf("%smeasured %.4f", pred.c_str(), r.val_bpb);
+  if (predicted > 0) std::printf(" (error %+.2f%%)", 100 * (predicted - r.val_bpb) / r.val_bpb);
+  std::printf("  [%s]\n", dir.c_str());
+  json v = {{"label", label}, {"config", config}, {"budget", o.budget}, {"steps", r.summary.value("num_steps", 0)},
+            {"tokens_M", r.summary.value("total_tokens_M", 0.0)}, {"step_s", step_s}, {"val_bpb", r.val_bpb},
+            {"machine", machine}, {"data", data_dir}, {"when", static_cast<int64_t>(std::time(nullptr))}};
+  if (predicted > 0) v["predicted"] = predicted;
+  std::string all;
+  read_file(recipe_dir + "/validations.jsonl", &all).ok();  // absent the first time
+  FRONTIER_RETURN_IF_ERROR(write_file_atomic(recipe_dir + "/validations.jsonl", all + v.dump() + "\n"));
+  return ok_status();
+}
+
+Status Advisor::validate(const std::vector<const Candidate*>& picks) {
+  if (picks.empty() && o.compare.empty()) return ok_status();
+  std::printf("\ntraining at the full budget (probe mode: budget / the step time above; val_bpb as `frontier "
+              "train` scores it)\n");
+  int i = 0;
+  for (const Candidate* c : picks) {
+    FRONTIER_RETURN_IF_ERROR(run_at_budget(i++ == 0 ? "advised (" + c->label() + ")" : c->label(), o.base, c,
+                                           c->step_s, speed_key(c->depth, c->T, c->B), c->predicted));
+  }
+  ConfigSchema schema = train_schema();
+  for (const auto& path : o.compare) {
+    Config cc = schema.defaults();
+    FRONTIER_RETURN_IF_ERROR(schema.load_toml(path, &cc));
+    cc.set("train.data", data_dir);
+    cc.set("model.vocab_size", int64_t(vocab));
+    cc.set("train.threads", int64_t(threads));
+    const int depth = static_cast<int>(cc.get_int("model.depth")), T = static_cast<int>(cc.get_int("model.seq_len"));
+    const int B = static_cast<int>(cc.get_int("train.micro_batch"));
+    // Its own step time, measured as the candidates' were (and cached alike).
+    const std::string key = speed_key(depth, T, B) + " | " + path;
+    if (!speed.contains(key)) {
+      StepParts p;
+      Status s = time_step(cc, threads, &p);
+      if (!s.ok()) return Status::error("advise: timing " + path + " failed: " + s.message());
+      speed[key] = {{"step_s", p.t_fb * p.accum + p.t_opt}, {"t_opt", p.t_opt}};
+      FRONTIER_RETURN_IF_ERROR(write_file_atomic(cache_dir + "/speed.json", speed.dump(1)));
+    }
+    const double step_s = speed[key]["step_s"].get<double>();
+    // A prediction only where the loss model covers the config: a searched sequence length, the same batch in
+    // sequences, no accumulation, and the recipe of the base (same optim.*, schedule, seed, eval, precision).
+    double predicted = 0;
+    auto it = std::find(o.seq_lens.begin(), o.seq_lens.end(), T);
+    bool same_recipe = cc.get_int("train.total_batch_tokens") == 0 && B == base.get_int("train.micro_batch");
+    for (const auto& [k, v] : base.values()) {
+      bool rk = k.rfind("optim.", 0) == 0 || k == "train.warmdown_ratio" || k == "train.warmup_ratio" ||
+                k == "train.final_lr_frac" || k == "train.seed" || k == "train.precision" ||
+                k == "model.aspect_ratio" || k == "model.head_dim" || k == "model.dim" || k == "model.n_kv_head";
+      if (rk && cc.values().at(k) != v) same_recipe = false;
+    }
+    if (it != o.seq_lens.end() && same_recipe) {
+      ModelShape shape;
+      FRONTIER_RETURN_IF_ERROR(derive_model_shape(cc, &shape));
+      const int64_t tokens = static_cast<int64_t>(o.budget / step_s) * B * T;
+      predicted = model.predict(non_embedding_params(depth, shape.dim), double(std::max<int64_t>(tokens, 1)),
+                                static_cast<int>(it - o.seq_lens.begin()));
+    }
+    FRONTIER_RETURN_IF_ERROR(run_at_budget(path, path, nullptr, step_s, key, predicted));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Status run_advise(const AdviseOptions& o) {
+  if (!o.chart.empty()) {
+    // The chart of every validation recorded under the cache (all data sets and recipes), by data set.
+    const std::string dir = o.cache.empty() ? frontier_cache_dir() + "/advise" : o.cache;
+    std::vector<json> rows;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      std::ifstream f(e.path() / "validations.jsonl");
+      std::string line;
+      while (std::getline(f, line)) {
+        try {
+          if (!line.empty()) rows.push_back(json::parse(line));
+        } catch (const std::exception&) {
+          return Status::error((e.path() / "validations.jsonl").string() + ": a line that is not JSON");
+        }
+      }
+    }
+    if (ec) return Status::error("cannot read " + dir + ": " + ec.message());
+    if (rows.empty()) return Status::error("no validated runs under " + dir + ": run `frontier advise --budget S "
+                                           "--compare CONFIG` first");
+    FRONTIER_RETURN_IF_ERROR(write_file_atomic(o.chart, budget_chart_svg(rows)));
+    std::printf("advise: chart of %zu runs written to %s\n", rows.size(), o.chart.c_str());
+    return ok_status();
+  }
+  if (o.depths.empty() || o.seq_lens.empty()) return Status::error("advise: no depths or sequence lengths to try");
+  StopSignals stop("\nfrontier advise: stopping after the current run (again to quit at once)\n");
+  Advisor a(o);
+  FRONTIER_RETURN_IF_ERROR(a.setup());
+  FRONTIER_RETURN_IF_ERROR(a.measure_speeds());
+  FRONTIER_RETURN_IF_ERROR(a.sweep());
+  FRONTIER_RETURN_IF_ERROR(a.fit());
+  a.predict();
+  std::vector<const Candidate*> order;
+  for (const auto& c : a.cands)
+    if (c.excluded.empty()) order.push_back(&c);
+  std::sort(order.begin(), order.end(), [](const Candidate* x, const Candidate* y) {
+    return x->predicted < y->predicted;
+  });
+  FRONTIER_RETURN_IF_ERROR(a.write_advice(*order[0]));
+  order.resize(std::min<size_t>(order.size(), static_cast<size_t>(std::max(0, o.validate))));
+  FRONTIER_RETURN_IF_ERROR(a.validate(order));
+  return ok_status();
+}
+
+}  // namespace frontier

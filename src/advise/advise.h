@@ -1,0 +1,52 @@
+// `frontier advise --budget S`: the co-design advisor. For this machine, this data and this budget, which model
+// shape and recipe reach the lowest val_bpb? It answers with a ready config (--out) and the reasons, from three
+// measurements, each cached so that advising again (another budget, another day on the same machine) reuses them:
+//
+//  1. Speed (per machine): every candidate shape (depth x sequence length; width and heads derive from depth) is
+//     timed here, forward + backward + optimizer on random tokens (dist/scale_model.h's measure_step_parts: 2
+//     warm-up and 3 timed steps, median; the faster of two such), so the budget buys steps = S / step time and
+//     D = steps x B x T tokens.
+//     Cache: $FRONTIER_CACHE/advise/speed.json, keyed by CPU, ISA tier, threads, precision and shape.
+//  2. Loss (per data set and recipe): a sweep of short fixed-step runs (train.max_steps: schedules on step
+//     progress, so each point is bit-reproducible and does not depend on how loaded the machine was), chosen to
+//     span the candidates' sizes and token counts at this budget: on the middle sequence length, three depths at
+//     1/8 and 1/2 of the budget; on the others, two depths at 1/4. About 3 x the budget of training, once; a cached
+//     point of the same shape within 2x of the wanted steps is reused. Cache: $FRONTIER_CACHE/advise/<data>-<recipe>/
+//     points.jsonl (the recipe hash covers optim.*, the schedule, the seed and eval.*).
+//  3. The fit (advise/loss_model.h): L = E_r + A/N^alpha + B/D^beta; its leave-one-out error is printed as the
+//     prediction's error.
+// Then every candidate's val_bpb at the budget is predicted and the lowest wins. Candidates that would see the
+// training data more than once are excluded and listed (the loader would repeat documents). --validate K trains
+// the best K candidates at the full budget, and --compare trains given configs likewise, printing predicted vs
+// measured: these runs use budget_mode = probe with the step time measured in step 1, so a loaded machine slows
+// them but does not change their result. Each is appended to validations.jsonl, which --chart draws.
+//
+// Not searched (the base config's values are kept and printed): learning rates, warmdown, batch in sequences,
+// head_dim, precision. `frontier research` tunes those around the advised shape.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace frontier {
+
+struct AdviseOptions {
+  double budget = 0;                    // seconds of training (train.budget_seconds)
+  std::string base = "configs/baseline.toml";  // recipe and everything not searched
+  std::string data;                     // prepared dataset (default: the base's train.data)
+  std::string out = "advice.toml";      // the advised config
+  std::string cache;                    // default $FRONTIER_CACHE/advise
+  int validate = 1;                     // train the best K candidates at the full budget
+  std::vector<std::string> compare;     // configs trained at the full budget beside them
+  std::vector<int> depths = {1, 2, 3, 4, 5, 6, 8};
+  std::vector<int> seq_lens = {128, 256, 512};
+  std::string frontier_bin;             // runs the sweep and validation (default /proc/self/exe)
+  bool no_sweep = false;                // fit the cached sweep points only (e.g. to extrapolate to a long budget)
+  std::string chart;                    // write the budget chart (SVG) of validations.jsonl here and stop
+};
+
+Status run_advise(const AdviseOptions& o);
+
+}  // namespace frontier

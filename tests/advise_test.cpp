@@ -1,0 +1,213 @@
+// The co-design advisor: the loss model's fit (exact recovery of a known law, the A, B >= 0 constraint, too few
+// points), and `frontier advise` end to end on a small prepared dataset: speeds, sweep, fit, advice, validation
+// and comparison runs, the cache reused by a second invocation, the chart; and its bad-input errors (a budget
+// shorter than a step, a dataset too small for the budget, no calibration).
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "advise/budget_chart.h"
+#include "advise/loss_model.h"
+#include "train_fixture.h"
+#include "util/file.h"
+
+using namespace frontier;
+using namespace frontier::testing;
+
+namespace {
+
+double law(double n, double d, int r) {
+  const double e[] = {1.1, 0.95, 0.9};
+  return e[r] + 40.0 / std::pow(n, 0.34) + 20.0 / std::pow(d, 0.28);  // exponents on the fit's 0.02 grid
+}
+
+// A prepared dataset large enough that a few seconds of a tiny model do not repeat it (the shared fixture's
+// 300 documents would be seen many times over).
+std::string big_dataset() {
+  static std::string dir = [] {
+    std::string d = make_temp_dir("advise_data");
+    std::string jsonl;
+    uint32_t x = 11;
+    auto rnd = [&x] { return (x = x * 1103515245u + 12345u) >> 16; };
+    std::vector<std::string> words;
+    for (int i = 0; i < 400; i++) {
+      std::string w;
+      for (int k = 0; k < 2 + static_cast<int>(rnd() % 7); k++) w.push_back(static_cast<char>('a' + rnd() % 26));
+      words.push_back(w);
+    }
+    for (int i = 0; i < 6000; i++) {
+      std::string doc;
+      for (int w = 0; w < 60 + i % 80; w++) doc += std::string(w ? " " : "") + words[(rnd() % 400) * (rnd() % 2) + rnd() % 40];
+      jsonl += nlohmann::json({{"text", doc + "."}}).dump() + "\n";
+    }
+    prepare_400(d, jsonl);
+    return d;
+  }();
+  return dir;
+}
+
+std::string base_toml(const std::string& dir, const std::string& data) {
+  std::string p = dir + "/base.toml";
+  write_text(p, "[model]\ndim = 64\nhead_dim = 32\nseq_len = 32\n[train]\ndata = \"" + data +
+                    "\"\nmicro_batch = 4\npeak_gflops = 100.0\nthreads = 1\n[eval]\ntokens = 2048\n");
+  return p;
+}
+
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line))
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+}  // namespace
+
+TEST(LossModel, RecoversAKnownLawExactly) {
+  std::vector<LossPoint> pts;
+  for (int r = 0; r < 3; r++)
+    for (double n : {2e5, 1e6, 5e6})
+      for (double d : {1e5, 4e5, 2e6})  // three of each: two would leave beta free (E_r absorbs the rest)
+        if (r == 1 || n == 1e6) pts.push_back({n, d, r, law(n, d, r)});
+  LossModel m;
+  Status s = fit_loss_model(pts, 3, &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  // Noise-free points of a law on the grid: the fit is that law (to the solver's rounding), here and far away.
+  EXPECT_NEAR(m.alpha, 0.34, 1e-9);
+  EXPECT_NEAR(m.beta, 0.28, 1e-9);
+  EXPECT_LT(m.rmse, 1e-9);
+  for (int r = 0; r < 3; r++) EXPECT_NEAR(m.predict(3e7, 2e7, r), law(3e7, 2e7, r), 1e-8) << r;
+  EXPECT_GT(m.loo_points, 0);
+  EXPECT_LT(m.loo_max, 1e-8);
+}
+
+TEST(LossModel, ALossThatGrowsWithSizeIsNotFitted) {
+  // Bigger models measured worse (too few steps to train them): the fit must not learn "bigger is worse", it holds
+  // A at 0 and explains the points by the tokens alone.
+  std::vector<LossPoint> pts;
+  for (double n : {1e5, 1e6, 1e7})
+    for (double d : {1e4, 1e5, 1e6}) pts.push_back({n, d, 0, 2.0 + 5.0 / std::pow(d, 0.3) + 0.01 * std::log10(n)});
+  LossModel m;
+  ASSERT_TRUE(fit_loss_model(pts, 1, &m).ok());
+  EXPECT_EQ(m.a, 0.0);
+  EXPECT_GT(m.b, 0.0);
+  EXPECT_GT(m.rmse, 0.0);  // the rising part cannot be explained
+  EXPECT_LT(m.rmse, 0.02);
+}
+
+TEST(LossModel, TooFewPointsSayHowManyMore) {
+  std::vector<LossPoint> pts = {{1e5, 1e5, 0, 3.0}, {1e6, 1e5, 0, 2.9}, {1e5, 1e6, 1, 2.5}};
+  LossModel m;
+  Status s = fit_loss_model(pts, 2, &m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("needs 3 more"), std::string::npos) << s.message();
+  pts.push_back({1e6, 1e6, 0, 2.4});
+  s = fit_loss_model(pts, 3, &m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("recipe 2 has no measured point"), std::string::npos) << s.message();
+  pts = {{1e5, 1e5, 0, NAN}};
+  EXPECT_FALSE(fit_loss_model(pts, 1, &m).ok());
+}
+
+TEST(Advise, EndToEndThenFromTheCache) {
+  std::string d = make_temp_dir("advise");
+  std::string base = base_toml(d, big_dataset() + "/data");
+  const std::string cmd = "FRONTIER_CACHE=" + d + "/cache " + frontier_bin() + " advise --budget 3 --base " + base +
+                          " --depths 1,2 --seq-lens 16,32,64 --out " + d + "/advice.toml ";
+  auto r = run_cmd(cmd + "--validate 1 --compare " + base);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("6 measured now"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("loss model, fitted to"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("leave-one-out"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("advice: depth"), std::string::npos) << r.out;
+  // The advice is a config `frontier train` runs.
+  auto t = run_cmd(frontier_bin() + " train --config " + d + "/advice.toml --set train.max_steps=2 --set "
+                   "train.run_dir=" + d + "/run --budget 30");
+  ASSERT_EQ(t.rc, 0) << t.out;
+  EXPECT_NE(t.out.find("val_bpb:"), std::string::npos) << t.out;
+
+  // Where it keeps what it measured: 6 speeds + the compared config's, the sweep's points, the two validations.
+  std::string recipe_dir;
+  for (const auto& e : std::filesystem::directory_iterator(d + "/cache/advise"))
+    if (e.is_directory()) recipe_dir = e.path().string();
+  ASSERT_FALSE(recipe_dir.empty());
+  auto points = read_jsonl(recipe_dir + "/points.jsonl");
+  EXPECT_GE(points.size(), 7u);  // middle length: 2 depths x 2 fractions; the other two: 2 depths x 1 (some merge)
+  for (const auto& p : points) {
+    EXPECT_GT(p["val_bpb"].get<double>(), 0.5) << p.dump();
+    EXPECT_EQ(p["tokens"].get<int64_t>(), p["steps"].get<int64_t>() * 4 * p["seq_len"].get<int64_t>()) << p.dump();
+  }
+  auto v = read_jsonl(recipe_dir + "/validations.jsonl");
+  ASSERT_EQ(v.size(), 2u) << r.out;
+  EXPECT_EQ(v[0]["label"].get<std::string>().rfind("advised (depth", 0), 0u) << v[0].dump();
+  EXPECT_TRUE(v[0].contains("predicted")) << v[0].dump();
+  EXPECT_TRUE(v[1].contains("predicted")) << v[1].dump();  // the base is inside the model (T 32, same recipe)
+  for (const auto& x : v) {
+    // Probe mode with the advisor's step time: the run trains exactly budget / step time steps.
+    EXPECT_EQ(x["steps"].get<int64_t>(), static_cast<int64_t>(3.0 / x["step_s"].get<double>())) << x.dump();
+  }
+
+  // Again, for another budget inside the same range: nothing is measured or trained again before the fit.
+  r = run_cmd(cmd + "--validate 0");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("0 measured now, 6 from"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 0 to run"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("validate "), std::string::npos) << r.out;
+
+  r = run_cmd("FRONTIER_CACHE=" + d + "/cache " + frontier_bin() + " advise --chart " + d + "/chart.svg");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::string svg;
+  ASSERT_TRUE(read_file(d + "/chart.svg", &svg).ok());
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find(": advised</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("base.toml</text>"), std::string::npos) << svg;
+  std::filesystem::remove_all(d);
+}
+
+TEST(Advise, BadInputIsOneLine) {
+  std::string d = make_temp_dir("advise_bad");
+  std::string base = base_toml(d, dataset() + "/data");
+  const std::string env = "FRONTIER_CACHE=" + d + "/cache ";
+  // Shorter than one step of the fastest candidate.
+  auto r = run_cmd(env + frontier_bin() + " advise --budget 0.001 --base " + base + " --depths 2 --seq-lens 64");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("shorter than one step of the fastest candidate"), std::string::npos) << r.out;
+  // The 300-document fixture is far too small for an hour of a tiny model: say so, do not repeat it.
+  r = run_cmd(env + frontier_bin() + " advise --budget 3600 --base " + base + " --depths 1 --seq-lens 16");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("is too small for 3600 s: every candidate would repeat it"), std::string::npos) << r.out;
+  // No calibration and no train.peak_gflops.
+  write_text(d + "/nopeak.toml", "[model]\ndim = 64\nhead_dim = 32\n[train]\ndata = \"" + dataset() + "/data\"\n");
+  r = run_cmd(env + frontier_bin() + " advise --budget 10 --base " + d + "/nopeak.toml --depths 1 --seq-lens 16");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("run `frontier calibrate` first"), std::string::npos) << r.out;
+  // No dataset.
+  write_text(d + "/nodata.toml", "[train]\ndata = \"" + d + "/missing\"\npeak_gflops = 10.0\n");
+  r = run_cmd(env + frontier_bin() + " advise --budget 10 --base " + d + "/nodata.toml");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("advise needs a prepared dataset"), std::string::npos) << r.out;
+  // No budget.
+  r = run_cmd(env + frontier_bin() + " advise --base " + base);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("advise needs --budget"), std::string::npos) << r.out;
+  std::filesystem::remove_all(d);
+}
+
+TEST(BudgetChart, OneLinePerConfigWithTheAdvisedShapesNoted) {
+  std::vector<nlohmann::json> rows = {
+      {{"label", "advised (depth 2 T 256)"}, {"data", "w"}, {"budget", 60}, {"val_bpb", 2.1}},
+      {{"label", "advised (depth 4 T 256)"}, {"data", "w"}, {"budget", 300}, {"val_bpb", 1.8}},
+      {{"label", "configs/tiny.toml"}, {"data", "w"}, {"budget", 60}, {"val_bpb", 2.4}},
+      {{"label", "configs/tiny.toml"}, {"data", "w"}, {"budget", 300}, {"val_bpb", 2.3}},
+      {{"label", "bad"}, {"budget", "x"}}};
+  std::string svg = budget_chart_svg(rows);
+  EXPECT_NE(svg.find("w: advised</text>"), std::string::npos);
+  EXPECT_NE(svg.find("w: configs/tiny.toml</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">depth 4 T 256</text>"), std::string::npos);
+  size_t paths = 0;
+  for (size_t p = svg.find("<path"); p != std::string::npos; p = svg.find("<path", p + 1)) paths++;
+  EXPECT_EQ(paths, 2u);
+  EXPECT_NE(svg.find("1 min"), std::string::npos);
+  EXPECT_NE(svg.find("5 min"), std::string::npos);
+}
