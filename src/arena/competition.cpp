@@ -138,6 +138,8 @@ Status load_competition(const std::string& path, Competition* out) {
     FRONTIER_RETURN_IF_ERROR(rk.num(kt, "normalisation_tolerance", 1e-9, 0.5, &c.normalisation_tolerance));
     FRONTIER_RETURN_IF_ERROR(rk.integer(kt, "lookahead_probes", 0, 1 << 20, &c.lookahead_probes));
     FRONTIER_RETURN_IF_ERROR(rk.num(kt, "lookahead_tolerance", 0, 10, &c.lookahead_tolerance));
+    FRONTIER_RETURN_IF_ERROR(rk.integer(kt, "causal_requests", 0, 1 << 20, &c.causal_requests));
+    FRONTIER_RETURN_IF_ERROR(rk.integer(kt, "causal_positions", 1, 1 << 20, &c.causal_positions));
     FRONTIER_RETURN_IF_ERROR(rk.unknown_keys(kt));
   }
   const toml::node* ph = t.get("phase");
@@ -161,12 +163,9 @@ Status load_competition(const std::string& path, Competition* out) {
     FRONTIER_RETURN_IF_ERROR(rp.integer(pt, "core_max_per_task", 0, 1 << 30, &p.core_max_per_task));
     FRONTIER_RETURN_IF_ERROR(rp.unknown_keys(pt));
     if (c.phase(p.name)) return Status::error(path + ": two phases are named " + p.name);
-    // CORE needs its decisions (mean continuation loss, greedy argmax) computed from served distributions, as
-    // val_bpb is; until the evaluator does that (docs/arena.md "Not yet"), a composite phase is refused here
-    // rather than scored by trusting the team's own CORE.
-    if (p.metric == "composite")
-      return Status::error(path + ": " + rp.where + "metric \"composite\" (CORE through the serving protocol) is "
-                           "not implemented yet; use \"val_bpb\"");
+    if (p.metric == "composite" && c.core_bundle.empty())
+      return Status::error(path + ": " + rp.where + "metric \"composite\" needs the definition's core_bundle (the "
+                           "CORE bundle the organiser scores with, e.g. \"eval_bundle\")");
     c.phases.push_back(p);
   }
   *out = std::move(c);

@@ -9,12 +9,14 @@
 //   name = "Frontier arena"
 //   train_data = "data"              # the prepared dataset every run trains on (frontier prepare --out)
 //   hidden_val = "hidden.jsonl"      # the organiser's hidden validation text (.jsonl "text" fields, or .txt)
-//   core_bundle = ""                 # CORE bundle for a composite phase (unused by val_bpb phases)
+//   core_bundle = ""                 # CORE bundle for a composite phase (required by one; unused by val_bpb)
 //   grace_seconds = 30               # the run is killed at budget + grace, by the scorer's clock
 //   record = "record.sqlite"         # the append-only, hash-chained record (arena/record.h)
 //   [build]   cmake_args = [...], jobs = 2, timeout_seconds = 1800   # how forks are built
-//   [checks]  normalisation_tolerance = 1e-3, lookahead_probes = 16, lookahead_tolerance = 1e-4
+//   [checks]  normalisation_tolerance = 1e-3, lookahead_probes = 16, lookahead_tolerance = 1e-4,
+//             causal_requests = 4, causal_positions = 4
 //   [[phase]] name = "phase1", budget_seconds = 300, ranks = 1, threads = 0, metric = "val_bpb"
+//   [[phase]] name = "phase2", ..., metric = "composite", core_max_per_task = 0   # 0: every CORE item
 //
 // Unknown keys are errors (a typo in a definition must not silently change the rules). docs/arena.md has the
 // full format.
@@ -52,7 +54,9 @@ struct Competition {
   // The evaluator's checks (arena/evaluator.h).
   double normalisation_tolerance = 1e-3;  // |sum_v exp(logp_v) - 1| per position
   int lookahead_probes = 16;              // positions re-queried with the following tokens changed
-  double lookahead_tolerance = 1e-4;      // max |logp change| allowed at and before a probed position
+  double lookahead_tolerance = 1e-4;      // max |logp change| allowed at a probed (or streamed) position
+  int causal_requests = 4;                // requests streamed one position at a time (arena/causal.h)
+  int causal_positions = 4;               // positions per streamed request
   std::vector<Phase> phases;
   std::string sha256;  // of the definition file's bytes, recorded with every run
 

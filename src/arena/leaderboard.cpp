@@ -127,7 +127,7 @@ std::vector<PhaseBoard> build_leaderboard(const Competition& c, const std::vecto
       auto it = best.find(r.team);
       if (it == best.end() || better(p, r.score, it->second.score)) {
         Standing s;
-        s.team = r.team, s.submission = r.submission, s.kind = r.kind, s.at = r.recorded_at, s.score = r.score;
+        s.team = r.team, s.submission = r.submission, s.kind = r.kind, s.at = r.recorded_at, s.score = r.score, s.val_bpb = r.val_bpb, s.core = r.core;
         best[r.team] = s;
       }
     }
@@ -158,13 +158,15 @@ std::string leaderboard_text(const std::vector<PhaseBoard>& boards) {
     o << b.phase.name << " (" << b.phase.metric << ", budget " << b.phase.budget_seconds << " s, "
       << (b.phase.lower_is_better() ? "lower" : "higher") << " is better)\n";
     char line[256];
-    std::snprintf(line, sizeof(line), "  %-5s %-20s %-10s %-6s %-12s %s\n", "rank", "team", b.phase.metric.c_str(),
-                  "kind", "submission", "runs");
+    const bool parts = b.phase.metric == "composite";  // val_bpb and CORE beside the composite
+    std::snprintf(line, sizeof(line), "  %-5s %-20s %-10s %-6s %-12s %s%s\n", "rank", "team", b.phase.metric.c_str(),
+                  "kind", "submission", "runs", parts ? "  val_bpb    CORE" : "");
     o << line;
     for (const auto& s : b.standings) {
-      std::snprintf(line, sizeof(line), "  %-5s %-20s %-10s %-6s %-12s %d\n",
+      std::snprintf(line, sizeof(line), "  %-5s %-20s %-10s %-6s %-12s %-4d%s\n",
                     (std::to_string(s.rank) + (s.tie ? "=" : "")).c_str(), s.team.c_str(), fmt(s.score).c_str(),
-                    s.kind.c_str(), s.submission.substr(0, 12).c_str(), s.runs);
+                    s.kind.c_str(), s.submission.substr(0, 12).c_str(), s.runs,
+                    parts ? ("  " + fmt(s.val_bpb) + "   " + fmt(s.core)).c_str() : "");
       o << line;
     }
     if (b.standings.empty()) o << "  (no scored run yet)\n";
@@ -195,23 +197,28 @@ std::string leaderboard_html(const Competition& c, const std::vector<PhaseBoard>
        "@media (max-width:600px){body{padding:8px}th,td{padding:4px 5px}table{font-size:.85em}}"
        "</style></head><body>\n";
   o << "<h1>" << esc(c.name) << "</h1>\n<p class=\"meta\">Scored by the organiser's frozen evaluator: val_bpb on "
-       "hidden text, bits per UTF-8 byte (lower is better). Record "
+       "hidden text, bits per UTF-8 byte (lower is better); composite = 0.5 (1 - val_bpb/8) + 0.5 CORE, with every "
+       "CORE decision made by the organiser from the served distributions (higher is better). Record "
     << (v.ok ? "verified" : "<b class=\"st-bad\">FAILED verification</b>") << ": " << v.rows
     << " rows, chain head <code id=\"chain-head\">" << esc(v.head) << "</code>.</p>\n";
   for (const auto& b : boards) {
     const std::string id = esc(b.phase.name);
+    const bool parts = b.phase.metric == "composite";
     o << "<section id=\"phase-" << id << "\"><h2>" << id << " &middot; " << esc(b.phase.metric) << " &middot; "
       << b.phase.budget_seconds << " s budget &middot; " << b.phase.ranks << " rank" << (b.phase.ranks > 1 ? "s" : "")
       << "</h2>\n<div class=\"scroll\"><table id=\"standings-" << id << "\"><thead><tr><th>Rank</th><th>Team</th>"
-      << "<th>" << esc(b.phase.metric) << "</th><th>Kind</th><th>Submission</th><th>Runs</th><th>Scored</th></tr>"
-      << "</thead><tbody>\n";
+      << "<th>" << esc(b.phase.metric) << "</th>" << (parts ? "<th>val_bpb</th><th>CORE</th>" : "")
+      << "<th>Kind</th><th>Submission</th><th>Runs</th><th>Scored</th></tr></thead><tbody>\n";
     for (const auto& s : b.standings)
       o << "<tr class=\"standing rank-" << s.rank << "\" data-rank=\"" << s.rank << "\" data-team=\"" << esc(s.team)
         << "\" data-score=\"" << fmt(s.score) << "\"><td>" << s.rank << (s.tie ? "=" : "") << "</td><td>"
-        << esc(s.team) << "</td><td class=\"num\">" << fmt(s.score) << "</td><td>" << esc(s.kind) << "</td><td><code>"
+        << esc(s.team) << "</td><td class=\"num\">" << fmt(s.score) << "</td>"
+        << (parts ? "<td class=\"num\">" + fmt(s.val_bpb) + "</td><td class=\"num\">" + fmt(s.core) + "</td>" : "")
+        << "<td>" << esc(s.kind) << "</td><td><code>"
         << esc(s.submission.substr(0, 12)) << "</code></td><td class=\"num\">" << s.runs << "</td><td>" << esc(s.at)
         << "</td></tr>\n";
-    if (b.standings.empty()) o << "<tr><td colspan=\"7\">No scored run yet.</td></tr>\n";
+    if (b.standings.empty())
+      o << "<tr><td colspan=\"" << (parts ? 9 : 7) << "\">No scored run yet.</td></tr>\n";
     o << "</tbody></table></div>\n" << chart_svg(b) << "\n<h3>History</h3><div class=\"scroll\"><table id=\"history-"
       << id << "\"><thead><tr><th>#</th><th>Team</th><th>Status</th><th>" << esc(b.phase.metric)
       << "</th><th>Train s</th><th>Reason</th></tr></thead><tbody>\n";

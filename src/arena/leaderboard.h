@@ -29,6 +29,7 @@ struct Standing {
   bool tie = false;
   std::string team, submission, kind, at;
   double score = 0;
+  double val_bpb = 0, core = 0;  // the best run's parts (a composite phase shows them beside the score)
   int runs = 0;  // the team's runs in this phase, every status
 };
 

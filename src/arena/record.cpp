@@ -114,13 +114,22 @@ Status Record::open(const std::string& path) {
               path);
 }
 
-Status Record::append(RecordRow* row) {
+Status Record::append(RecordRow* row) { return append_checked(row, nullptr); }
+
+Status Record::append_checked(RecordRow* row,
+                              const std::function<Status(const std::vector<RecordRow>&, RecordRow*)>& decide) {
   sqlite3* db = db_of(db_);
   FRONTIER_RETURN_IF_ERROR(exec(db, "BEGIN IMMEDIATE", path_));
   auto rollback = [&](Status s) {
     exec(db, "ROLLBACK", path_);
     return s;
   };
+  if (decide) {
+    std::vector<RecordRow> so_far;
+    Status s = rows(&so_far);
+    if (s.ok()) s = decide(so_far, row);
+    if (!s.ok()) return rollback(s);
+  }
   sqlite3_stmt* st = nullptr;
   if (sqlite3_prepare_v2(db, "SELECT seq, row_hash FROM runs ORDER BY seq DESC LIMIT 1", -1, &st, nullptr) != SQLITE_OK)
     return rollback(sql_error(db, "reading the chain head", path_));

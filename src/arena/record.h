@@ -12,11 +12,13 @@
 // deleting one leaves a gap in seq and a prev_hash that no longer matches; deleting the newest rows is caught by
 // the head file (RECORD.head: "seq row_hash", rewritten atomically after each append) and by the chain head the
 // leaderboard publishes. Triggers refuse UPDATE and DELETE, so only a deliberate edit of the file changes history.
-// Appends are serialised by SQLite's write lock (BEGIN IMMEDIATE).
+// Appends are serialised by SQLite's write lock (BEGIN IMMEDIATE); append_checked decides inside that lock (two
+// concurrent submits of the same content: one is accepted, the other is a duplicate).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,12 @@ class Record {
   Record& operator=(const Record&) = delete;
   Status open(const std::string& path);  // creates the file and schema if absent
   Status append(RecordRow* row);
+  // Appends *row in one write transaction (BEGIN IMMEDIATE: other appenders wait) after decide(rows so far, row)
+  // ran inside it: decide may change the row (e.g. "accepted" to "duplicate") and do file work that must not
+  // interleave with another process's decision (moving a submission's files into place). An error from decide
+  // appends nothing and is returned.
+  Status append_checked(RecordRow* row,
+                        const std::function<Status(const std::vector<RecordRow>& rows, RecordRow* row)>& decide);
   Status rows(std::vector<RecordRow>* out) const;  // in seq order
   Status verify(VerifyReport* out) const;
   const std::string& path() const { return path_; }

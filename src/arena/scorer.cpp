@@ -231,16 +231,25 @@ void score_submission(const Competition& c, const Submission& s, const ScoreOpti
   const std::string tok_dir = fs::is_directory(run_dir + "/tokenizer") ? run_dir + "/tokenizer" : c.train_data + "/tokenizer";
   st = tok.load(tok_dir);
   if (!st.ok()) return done("eval_failed", "the team's tokenizer (" + tok_dir + "): " + st.message());
-  std::vector<std::string> docs;
-  st = load_hidden_text(c.hidden_val, &docs);
+  EvalInputs in;
+  st = load_hidden_text(c.hidden_val, &in.docs);
   if (!st.ok()) return done("eval_failed", "organiser: " + st.message());
+  CoreBundle bundle;
+  if (ph->metric == "composite") {
+    st = load_core_bundle(c.core_bundle, &bundle);
+    if (!st.ok()) return done("eval_failed", "organiser: the CORE bundle: " + st.message());
+    in.core = &bundle;
+    in.core_max_per_task = ph->core_max_per_task;
+  }
   EvalChecks checks;
   checks.normalisation_tolerance = c.normalisation_tolerance;
   checks.probes = c.lookahead_probes;
   checks.lookahead_tolerance = c.lookahead_tolerance;
+  checks.causal_requests = c.causal_requests;
+  checks.causal_positions = c.causal_positions;
   checks.seed = o.seed;
   EvalOutcome e;
-  st = evaluate_served({bin, "serve-logprobs", "--checkpoint", ckpt}, tok, docs, checks, work + "/eval",
+  st = evaluate_served({bin, "serve-logprobs", "--checkpoint", ckpt}, tok, in, checks, work + "/eval",
                        c.eval_timeout_seconds, &e);
   r.eval_s = e.seconds;
   if (!st.ok()) return done("eval_failed", st.message());
@@ -249,6 +258,10 @@ void score_submission(const Competition& c, const Submission& s, const ScoreOpti
   if (e.verdict != "ok") return done("disqualified", e.reason);
   r.val_bpb = e.val_bpb;
   r.score = e.val_bpb;
+  if (e.has_core) {
+    r.core = e.core.core;
+    r.score = e.composite;
+  }
   return done("ok", "");
 }
 

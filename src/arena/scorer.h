@@ -16,7 +16,8 @@
 //    is "overstayed"; a non-zero exit or a signal is "crashed", with the last error line as the reason.
 //  - evaluate: the team's binary serves (`BIN serve-logprobs --checkpoint run/model.ckpt`) and the organiser's code
 //    tokenizes with the team's tokenizer (run/tokenizer/ if the run wrote one, else the training data's), checks and
-//    computes val_bpb: "ok" with the score, "disqualified" with the evidence, or "eval_failed" (missing or corrupt
+//    computes val_bpb (and, in a composite phase, CORE from the same server and the composite, the row's score):
+//    "ok" with the score, "disqualified" with the evidence, or "eval_failed" (missing or corrupt
 //    checkpoint, the server crashed or broke the protocol).
 // Nothing the submission does ends the scorer: every outcome is a row.
 #pragma once

@@ -17,6 +17,7 @@ Status serve_logprobs(const std::string& checkpoint, FILE* in, FILE* out) {
   const uint32_t V = static_cast<uint32_t>(gpt->shape().vocab_size);
   const uint32_t max_len = static_cast<uint32_t>(gpt->shape().seq_len);
   FRONTIER_RETURN_IF_ERROR(write_header(out, {V, max_len}));
+  if (std::fflush(out) != 0) return Status::error("cannot write to stdout (the reader went away?)");
   std::vector<uint32_t> tokens;
   std::vector<int32_t> x, y;
   std::vector<float> rows, logp;
@@ -56,6 +57,9 @@ Status serve_logprobs(const std::string& checkpoint, FILE* in, FILE* out) {
       for (uint32_t v = 0; v < V; v++) li[v] = static_cast<float>(li[v] - lse);
     }
     FRONTIER_RETURN_IF_ERROR(write_response(out, n, V, logp.data()));
+    // Each answer leaves before the next request is read: the organiser's causal check (arena/causal.h) writes
+    // request k+1 only after it has the answer to request k.
+    if (std::fflush(out) != 0) return Status::error("cannot write to stdout (the reader went away?)");
   }
   if (std::fflush(out) != 0) return Status::error("cannot flush stdout");
   return ok_status();

@@ -154,14 +154,6 @@ Status submit(const Competition& c, Record& rec, const SubmitRequest& q, Submiss
     if (!v.ok()) return refuse_clean("rejected", "config: " + v.message());
   }
 
-  // Duplicates: the same content already accepted (by any team).
-  std::vector<RecordRow> rows;
-  FRONTIER_RETURN_IF_ERROR(rec.rows(&rows));
-  for (const auto& e : rows)
-    if (e.event == "submission" && e.status == "accepted" && e.submission == r.submission)
-      return refuse_clean("duplicate", "identical to submission " + r.submission.substr(0, 12) + " (team " + e.team +
-                                           ", " + e.recorded_at + "): same phase, commit and config");
-
   Submission sub;
   sub.hash = r.submission;
   sub.team = q.team;
@@ -172,23 +164,42 @@ Status submit(const Competition& c, Record& rec, const SubmitRequest& q, Submiss
   sub.config_text = config;
   sub.submitted_at = r.started_at;
   sub.dir = c.submissions_dir + "/" + sub.hash;
-  fs::remove_all(sub.dir, ec);  // a leftover of an interrupted submit (no accepted row names it)
-  FRONTIER_RETURN_IF_ERROR(make_dirs(sub.dir));
-  if (sub.kind == "fork") {
-    fs::rename(tmp + "/repo.git", sub.dir + "/repo.git", ec);
-    if (ec) return refuse_clean("rejected", "cannot move the clone into " + sub.dir + ": " + ec.message());
-    fs::remove_all(tmp, ec);
-  }
-  FRONTIER_RETURN_IF_ERROR(write_file_atomic(sub.dir + "/config.toml", config));
+  // The files go into the private incoming folder first; they are moved into place, and the row appended, inside
+  // one write transaction of the record, so two submits of the same content cannot both be accepted (the second
+  // one in waits for the first's transaction, then finds its accepted row) and never overwrite each other's files.
+  Status w = make_dirs(tmp);
+  if (w.ok()) w = write_file_atomic(tmp + "/config.toml", config);
   nlohmann::json j = {{"hash", sub.hash},     {"team", sub.team},     {"kind", sub.kind},
                       {"phase", sub.phase},   {"repo", sub.repo},     {"commit", sub.commit},
                       {"submitted_at", sub.submitted_at}};
-  FRONTIER_RETURN_IF_ERROR(write_file_atomic(sub.dir + "/submission.json", j.dump(2) + "\n"));
+  if (w.ok()) w = write_file_atomic(tmp + "/submission.json", j.dump(2) + "\n");
+  if (!w.ok()) return refuse_clean("rejected", "cannot write the submission: " + w.message());
   r.status = "accepted";
   r.details = nlohmann::json({{"repo", sub.repo}, {"commit", sub.commit}}).dump();
-  r.finished_at = utc_now();
-  FRONTIER_RETURN_IF_ERROR(rec.append(&r));
+  Status s2 = rec.append_checked(&r, [&](const std::vector<RecordRow>& rows, RecordRow* row) {
+    // Duplicates: the same content already accepted (by any team).
+    for (const auto& e : rows)
+      if (e.event == "submission" && e.status == "accepted" && e.submission == row->submission) {
+        row->status = "duplicate";
+        row->reason = "identical to submission " + row->submission.substr(0, 12) + " (team " + e.team + ", " +
+                      e.recorded_at + "): same phase, commit and config";
+        row->details.clear();
+        row->finished_at = utc_now();
+        fs::remove_all(tmp, ec);
+        return ok_status();
+      }
+    fs::remove_all(sub.dir, ec);  // a leftover of an interrupted submit (no accepted row names it)
+    fs::rename(tmp, sub.dir, ec);
+    if (ec) return Status::error("cannot move the submission into " + sub.dir + ": " + ec.message());
+    row->finished_at = utc_now();
+    return ok_status();
+  });
+  if (!s2.ok()) {
+    fs::remove_all(tmp, ec);
+    return s2;
+  }
   *row = r;
+  if (r.status != "accepted") return Status::error(r.reason);
   *out = sub;
   return ok_status();
 }

@@ -321,8 +321,8 @@ Status load_core_bundle(const std::string& dir, CoreBundle* out) {
   return ok_status();
 }
 
-bool core_item_sequences(const Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
-                         size_t idx, CoreSequences* seq) {
+bool core_item_sequences(const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data, size_t idx,
+                         int64_t max_len, CoreSequences* seq) {
   const CoreItem& item = data[idx];
   std::vector<CoreItem> fewshot;
   if (task.num_fewshot > 0) {
@@ -339,36 +339,53 @@ bool core_item_sequences(const Gpt& gpt, const Tokenizer& tok, const CoreTask& t
     tok.encode_ordinary(p, &ids);
     tokens.push_back(std::move(ids));
   }
-  return core_spans(task.type, std::move(tokens), gpt.shape().seq_len, seq);  // crops to the model's context
+  return core_spans(task.type, std::move(tokens), max_len, seq);
 }
 
-Status evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
-                          size_t idx, CoreItemResult* out) {
-  *out = CoreItemResult();
-  const CoreItem& item = data[idx];
-  const std::string where = "CORE task " + task.label + ", item " + task.dataset_uri + ":" + std::to_string(item.line);
-  CoreSequences seq;
-  if (!core_item_sequences(gpt, tok, task, data, idx, &seq))
-    return Status::error(where + ": the prompt without its continuation does not tokenize to a prefix of the prompt "
-                         "with it (nanochat asserts the same)");
-  if (!seq.answer_fits) {  // never scored on a shortened span: counted, and incorrect
-    out->too_long = true;
-    return ok_status();
+bool core_item_sequences(const Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
+                         size_t idx, CoreSequences* seq) {
+  return core_item_sequences(tok, task, data, idx, gpt.shape().seq_len, seq);
+}
+
+Status plan_core_task(const Tokenizer& tok, const CoreTask& task, int64_t max_per_task, int64_t max_len,
+                      CoreTaskPlan* out) {
+  *out = CoreTaskPlan();
+  out->data = task.rows;
+  PyRandom(1337).shuffle(out->data);
+  if (max_per_task > 0 && static_cast<int64_t>(out->data.size()) > max_per_task) out->data.resize(max_per_task);
+  out->fewshot = static_cast<int>(std::min<int64_t>(task.num_fewshot, static_cast<int64_t>(out->data.size()) - 1));
+  out->items.resize(out->data.size());
+  for (size_t i = 0; i < out->data.size(); i++) {
+    const std::string where =
+        "CORE task " + task.label + ", item " + task.dataset_uri + ":" + std::to_string(out->data[i].line);
+    CoreSequences& seq = out->items[i];
+    if (!core_item_sequences(tok, task, out->data, i, max_len, &seq))
+      return Status::error(where + ": the prompt without its continuation does not tokenize to a prefix of the "
+                           "prompt with it (nanochat asserts the same)");
+    if (!seq.answer_fits) continue;  // never scored on a shortened span: counted, and incorrect
+    for (size_t c = 0; c < seq.tokens.size(); c++)
+      if (seq.start[c] < 1 || seq.start[c] >= seq.end[c])
+        return Status::error(where + ": option " + std::to_string(c) + " has no answer tokens to score (empty, or "
+                             "the same tokens as the part the options share)");
   }
-  out->cropped = seq.cropped > 0;
-  for (size_t c = 0; c < seq.tokens.size(); c++)
-    if (seq.start[c] < 1 || seq.start[c] >= seq.end[c])
-      return Status::error(where + ": option " + std::to_string(c) + " has no answer tokens to score (empty, or "
-                           "the same tokens as the part the options share)");
-  std::vector<std::vector<float>> losses;
-  std::vector<std::vector<int>> pred;
-  Status s = core_batch_losses(gpt, seq.tokens, &losses, &pred);  // every option in one forward
-  if (!s.ok()) return Status::error(where + ": " + s.message());
+  return ok_status();
+}
+
+CoreItemResult decide_core_item(const CoreTask& task, const CoreTaskPlan& plan, size_t i,
+                                const std::vector<std::vector<float>>& losses,
+                                const std::vector<std::vector<int>>& argmax) {
+  const CoreSequences& seq = plan.items[i];
+  CoreItemResult out;
+  if (!seq.answer_fits) {
+    out.too_long = true;
+    return out;
+  }
+  out.cropped = seq.cropped > 0;
   if (task.type == CoreTaskType::kLanguageModeling) {
-    out->correct = true;
+    out.correct = true;
     for (int64_t t = seq.start[0]; t < seq.end[0]; t++)
-      out->correct &= pred[0][t - 1] == static_cast<int>(seq.tokens[0][t]);
-    return ok_status();
+      out.correct &= argmax[0][t - 1] == static_cast<int>(seq.tokens[0][t]);
+    return out;
   }
   size_t best = 0;
   double best_loss = INFINITY;
@@ -381,7 +398,64 @@ Status evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, 
       best = c;
     }
   }
-  out->correct = static_cast<int>(best) == item.gold;
+  out.correct = static_cast<int>(best) == plan.data[i].gold;
+  return out;
+}
+
+CoreTaskResult tally_core_task(const CoreTask& task, const CoreTaskPlan& plan,
+                               const std::vector<CoreItemResult>& results) {
+  CoreTaskResult r;
+  r.label = task.label;
+  r.present = task.present;
+  r.fewshot = plan.fewshot;
+  for (const auto& ir : results) {
+    r.correct += ir.correct;
+    r.cropped += ir.cropped;
+    r.too_long += ir.too_long;
+  }
+  r.n = static_cast<int64_t>(results.size());
+  r.accuracy = r.n ? static_cast<double>(r.correct) / r.n : 0.0;
+  r.centered = (r.accuracy - 0.01 * task.random_baseline) / (1.0 - 0.01 * task.random_baseline);
+  return r;
+}
+
+void finish_core_report(CoreReport* rep) {
+  double sum = 0;
+  rep->n_present = 0;
+  rep->n_total = static_cast<int>(rep->tasks.size());
+  rep->cropped = rep->too_long = 0;
+  for (const auto& t : rep->tasks) {
+    if (!t.present) continue;
+    sum += t.centered;
+    rep->n_present++;
+    rep->cropped += t.cropped;
+    rep->too_long += t.too_long;
+  }
+  rep->core = rep->n_present ? sum / rep->n_present : 0.0;
+}
+
+Status evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
+                          size_t idx, CoreItemResult* out) {
+  // A plan of this one item, so that the checks and the decision are plan_core_task's and decide_core_item's.
+  CoreTaskPlan plan;
+  plan.data = data;
+  plan.items.resize(data.size());
+  const std::string where = "CORE task " + task.label + ", item " + task.dataset_uri + ":" + std::to_string(data[idx].line);
+  CoreSequences& seq = plan.items[idx];
+  if (!core_item_sequences(gpt, tok, task, data, idx, &seq))
+    return Status::error(where + ": the prompt without its continuation does not tokenize to a prefix of the prompt "
+                         "with it (nanochat asserts the same)");
+  std::vector<std::vector<float>> losses;
+  std::vector<std::vector<int>> pred;
+  if (seq.answer_fits) {
+    for (size_t c = 0; c < seq.tokens.size(); c++)
+      if (seq.start[c] < 1 || seq.start[c] >= seq.end[c])
+        return Status::error(where + ": option " + std::to_string(c) + " has no answer tokens to score (empty, or "
+                             "the same tokens as the part the options share)");
+    Status s = core_batch_losses(gpt, seq.tokens, &losses, &pred);  // every option in one forward
+    if (!s.ok()) return Status::error(where + ": " + s.message());
+  }
+  *out = decide_core_item(task, plan, idx, losses, pred);
   return ok_status();
 }
 
@@ -390,15 +464,12 @@ Status evaluate_core(Gpt& gpt, const Tokenizer& tok, const CoreBundle& bundle, i
   if (max_per_task < 0)
     return Status::error("--max-per-task is " + std::to_string(max_per_task) + "; must be >= 0 (0 = every item)");
   *out = CoreReport();
-  double sum = 0;
-  out->n_total = static_cast<int>(bundle.tasks.size());
   out->seq_len = gpt.shape().seq_len;
   std::string fewer_shots;  // tasks whose few-shot count max_per_task cut
   for (const auto& task : bundle.tasks) {
-    CoreTaskResult r;
-    r.label = task.label;
-    r.present = task.present;
     if (!task.present) {
+      CoreTaskResult r;
+      r.label = task.label;
       out->tasks.push_back(r);
       continue;
     }
@@ -406,23 +477,24 @@ Status evaluate_core(Gpt& gpt, const Tokenizer& tok, const CoreBundle& bundle, i
       return Status::error("CORE task " + task.label + ": random baseline " + number_text(task.random_baseline) +
                            " is outside [0, 100)");
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<CoreItem> data = task.rows;
-    PyRandom(1337).shuffle(data);
-    if (max_per_task > 0 && static_cast<int64_t>(data.size()) > max_per_task) data.resize(max_per_task);
-    r.fewshot = static_cast<int>(std::min<int64_t>(task.num_fewshot, static_cast<int64_t>(data.size()) - 1));
-    if (r.fewshot < task.num_fewshot)
-      fewer_shots += (fewer_shots.empty() ? "" : ", ") + task.label + " " + std::to_string(r.fewshot) + "/" +
+    CoreTaskPlan plan;
+    FRONTIER_RETURN_IF_ERROR(plan_core_task(tok, task, max_per_task, out->seq_len, &plan));
+    if (plan.fewshot < task.num_fewshot)
+      fewer_shots += (fewer_shots.empty() ? "" : ", ") + task.label + " " + std::to_string(plan.fewshot) + "/" +
                      std::to_string(task.num_fewshot);
-    for (size_t i = 0; i < data.size(); i++) {
-      CoreItemResult ir;
-      FRONTIER_RETURN_IF_ERROR(evaluate_core_item(gpt, tok, task, data, i, &ir));
-      r.correct += ir.correct;
-      r.cropped += ir.cropped;
-      r.too_long += ir.too_long;
+    std::vector<CoreItemResult> results(plan.items.size());
+    for (size_t i = 0; i < plan.items.size(); i++) {
+      std::vector<std::vector<float>> losses;
+      std::vector<std::vector<int>> pred;
+      if (plan.scored(i)) {
+        Status s = core_batch_losses(gpt, plan.items[i].tokens, &losses, &pred);  // every option in one forward
+        if (!s.ok())
+          return Status::error("CORE task " + task.label + ", item " + task.dataset_uri + ":" +
+                               std::to_string(plan.data[i].line) + ": " + s.message());
+      }
+      results[i] = decide_core_item(task, plan, i, losses, pred);
     }
-    r.n = static_cast<int64_t>(data.size());
-    r.accuracy = static_cast<double>(r.correct) / r.n;
-    r.centered = (r.accuracy - 0.01 * task.random_baseline) / (1.0 - 0.01 * task.random_baseline);
+    CoreTaskResult r = tally_core_task(task, plan, results);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (progress) {
       std::string crop;
@@ -431,13 +503,9 @@ Status evaluate_core(Gpt& gpt, const Tokenizer& tok, const CoreBundle& bundle, i
       std::fprintf(stderr, "  %-32s acc %.4f  centered %+.4f  (%lld items%s, %.1fs)\n", task.label.c_str(),
                    r.accuracy, r.centered, static_cast<long long>(r.n), crop.c_str(), r.seconds);
     }
-    sum += r.centered;
-    out->n_present++;
-    out->cropped += r.cropped;
-    out->too_long += r.too_long;
     out->tasks.push_back(r);
   }
-  out->core = out->n_present ? sum / out->n_present : 0.0;
+  finish_core_report(out);
   // nanochat stops here (random.sample of more examples than there are other items); the numbers are still
   // Frontier's, on fewer examples, so they are labelled rather than refused (small max_per_task is for smoke tests).
   if (progress && !fewer_shots.empty())

@@ -72,9 +72,12 @@ struct CoreReport {
 Status evaluate_core(Gpt& gpt, const Tokenizer& tok, const CoreBundle& bundle, int64_t max_per_task,
                      CoreReport* out, bool progress = true);
 
-// The scored sequences of one item: few-shot draw, render, tokenize (BOS first), spans, crop to the model's context
+// The scored sequences of one item: few-shot draw, render, tokenize (BOS first), spans, crop to max_len tokens
 // (seq->cropped, seq->answer_fits). False if an LM prompt without its continuation does not tokenize to a prefix
 // of the prompt with it.
+bool core_item_sequences(const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data, size_t idx,
+                         int64_t max_len, CoreSequences* seq);
+// The same, cropped to the model's context (gpt.shape().seq_len).
 bool core_item_sequences(const Gpt& gpt, const Tokenizer& tok, const CoreTask& task, const std::vector<CoreItem>& data,
                          size_t idx, CoreSequences* seq);
 // Per-position losses (nats; losses[t] predicts tokens[t+1]) and greedy predictions of one sequence. An error if a
@@ -92,6 +95,41 @@ struct CoreItemResult {
   bool cropped = false;   // longer than the context; scored on its whole answer
   bool too_long = false;  // its answer does not fit the context: not scored (correct = false)
 };
+
+// The one implementation of CORE's decisions, shared by `frontier eval core` (losses from the model in process,
+// evaluate_core below) and the arena's frozen evaluator (losses from the distributions a team's server sends,
+// arena/evaluator.cpp): plan a task, get each planned item's losses and greedy predictions from anywhere, decide
+// each item, tally.
+//
+//   CoreTaskPlan plan;
+//   FRONTIER_RETURN_IF_ERROR(plan_core_task(tok, task, max_per_task, max_len, &plan));
+//   for (size_t i = 0; i < plan.items.size(); i++)   // plan.items[i].tokens: the sequences to score
+//     ... losses[c][t], argmax[c][t] (predicting tokens[c][t+1]) ... decide_core_item(task, plan, i, ...)
+//   CoreTaskResult r = tally_core_task(task, plan, results);
+struct CoreTaskPlan {
+  std::vector<CoreItem> data;        // the task's rows shuffled with random.Random(1337), cut to max_per_task
+  std::vector<CoreSequences> items;  // per item of data: its scored sequences (answer_fits = false: too long)
+  int fewshot = 0;                   // examples per item (below num_fewshot only when max_per_task leaves too few)
+  bool scored(size_t i) const { return items[i].answer_fits; }  // too-long items are not scored (incorrect)
+};
+
+// Shuffles, cuts, draws few-shot examples, renders, tokenizes (BOS first) and crops every item of one task to
+// max_len tokens. Errors name the task and the item's jsonl line: an LM prompt that does not tokenize to a prefix,
+// an option with an empty answer span.
+Status plan_core_task(const Tokenizer& tok, const CoreTask& task, int64_t max_per_task, int64_t max_len,
+                      CoreTaskPlan* out);
+// Decides item i of a plan from its sequences' per-position losses (nats) and greedy predictions: losses[c][t] and
+// argmax[c][t] predict plan.items[i].tokens[c][t + 1] (at least the positions before each span's end). MC/schema:
+// the option with the lowest mean loss over its span wins (the first on ties); LM: correct when every continuation
+// token is the argmax. A too-long item is incorrect without looking at losses.
+CoreItemResult decide_core_item(const CoreTask& task, const CoreTaskPlan& plan, size_t i,
+                                const std::vector<std::vector<float>>& losses,
+                                const std::vector<std::vector<int>>& argmax);
+// Accuracy and centered accuracy of a task from its items' results (results[i] for plan.items[i]).
+CoreTaskResult tally_core_task(const CoreTask& task, const CoreTaskPlan& plan,
+                               const std::vector<CoreItemResult>& results);
+// core = mean centered accuracy over present tasks; the crop totals. tasks must hold every task of the bundle.
+void finish_core_report(CoreReport* rep);
 
 // One item (exposed for tests): render, tokenize (BOS first), crop to the model's context, score. Errors name the
 // task and the item's jsonl line: a non-finite logit, an LM prompt that does not tokenize to a prefix, an empty span.

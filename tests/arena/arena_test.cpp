@@ -99,11 +99,13 @@ Arena& arena() {
     write_text(a.dir + "/hidden.jsonl", hidden);
     a.comp = a.dir + "/competition.toml";
     write_text(a.comp, "name = \"Arena CI\"\ntrain_data = \"" + data + "\"\nhidden_val = \"hidden.jsonl\"\n"
-               "grace_seconds = 20\neval_timeout_seconds = 120\n"
+               "grace_seconds = 20\neval_timeout_seconds = 600\n"
+               "core_bundle = \"" + shared_data() + "/eval_bundle\"\n"
                "[build]\ncmake_args = [\"-DCMAKE_BUILD_TYPE=ArenaCI\", \"-DCMAKE_CXX_FLAGS_ARENACI=-O0 -march=x86-64-v3\", "
                "\"-DBUILD_TESTING=OFF\", \"-DFRONTIER_MPI=OFF\"]\njobs = 2\ntimeout_seconds = 1200\n"
                "[checks]\nlookahead_probes = 8\n"
-               "[[phase]]\nname = \"phase1\"\nbudget_seconds = 2\n");
+               "[[phase]]\nname = \"phase1\"\nbudget_seconds = 2\n"
+               "[[phase]]\nname = \"phase2\"\nbudget_seconds = 2\nmetric = \"composite\"\ncore_max_per_task = 2\n");
     write_text(a.dir + "/stock.toml", kStock);
     write_text(a.dir + "/changed.toml", "[model]\ndepth = 1\ndim = 64\nhead_dim = 32\nseq_len = 32\n[optim]\n"
                "matrix_lr = 0.04\nembedding_lr = 0.3\n[train]\nmicro_batch = 4\npeak_gflops = 100\nseed = 7\n");
@@ -134,8 +136,8 @@ Arena& arena() {
       fs::copy_file(source_dir() + "/tests/arena/fake_fork/" + f, fake + "/" + f);
     write_text(fake + "/stock.txt", frontier_bin() + "\n");
     sh("git init -q " + fake);
-    for (const char* mode : {"crash", "overstay", "lookahead", "unnormalised", "no_checkpoint", "corrupt_checkpoint",
-                             "build_fails"}) {
+    for (const char* mode : {"crash", "overstay", "lookahead", "prefix_cache", "unnormalised", "no_checkpoint",
+                             "corrupt_checkpoint", "build_fails"}) {
       write_text(fake + "/mode.txt", std::string(mode) + "\n");
       git_commit_all(fake, mode);
       sh("git -C " + fake + " tag " + mode);
@@ -151,6 +153,7 @@ Arena& arena() {
     sub("gamma", "--config " + a.dir + "/stock.toml --repo " + fork + " --commit " + a.fork_commit.substr(0, 10));
     const std::map<std::string, std::string> fakes = {
         {"crashy", "crash"},          {"slowpoke", "overstay"},      {"cheater", "lookahead"},
+        {"hoarder", "prefix_cache"},
         {"sloppy", "unnormalised"},   {"nockpt", "no_checkpoint"},   {"corrupt", "corrupt_checkpoint"},
         {"broken", "build_fails"}};
     for (const auto& [team, tag] : fakes) sub(team, "--config " + a.dir + "/stock.toml --repo " + fake + " --commit " + tag);
@@ -159,6 +162,10 @@ Arena& arena() {
     sub("ghostrepo", "--config " + a.dir + "/stock.toml --repo " + a.dir + "/no-such-repo --commit main");
     sub("ghostcommit", "--config " + a.dir + "/stock.toml --repo " + fake + " --commit deadbeefdeadbeef");
     sub("copycat", "--config " + a.dir + "/stock.toml");  // alpha's submission again
+    // Phase 2 (composite: val_bpb and CORE, both through the team's server), with a context CORE items fit in.
+    write_text(a.dir + "/long.toml", "[model]\ndepth = 1\ndim = 64\nhead_dim = 32\nseq_len = 256\n[train]\n"
+               "micro_batch = 1\npeak_gflops = 100\n");
+    sub("delta", "--phase phase2 --config " + a.dir + "/long.toml");
 
     // The organiser scores everything (the fixed seed makes the probe positions reproducible here).
     a.score_out = run_cmd(frontier_bin() + " arena score --competition " + a.comp + " --seed 1234").out;
@@ -191,6 +198,7 @@ TEST(ArenaE2E, EveryOutcomeIsRecordedWithItsReason) {
   expect_run("crashy", "crashed", "signal 6");
   expect_run("slowpoke", "overstayed", "past the budget 2 s + grace 20 s");
   expect_run("cheater", "disqualified", "looks ahead");
+  expect_run("hoarder", "disqualified", "when streamed, before the following tokens were sent");
   expect_run("sloppy", "disqualified", "not normalised");
   expect_run("nockpt", "eval_failed", "without a checkpoint");
   expect_run("corrupt", "eval_failed", "the team's server failed");
@@ -203,6 +211,24 @@ TEST(ArenaE2E, EveryOutcomeIsRecordedWithItsReason) {
   EXPECT_EQ(ev["check"], "lookahead");
   EXPECT_GT(ev["max_abs_change"].get<double>(), 0.1);
   EXPECT_NE(ev["next_token_original"], ev["next_token_probe"]);
+  // The prefix-caching server passes the probes (it replays the first row it served for a prefix) and is caught by
+  // the causal check: the streamed row (no future sent yet) differs from the batch row, most on the next token.
+  nlohmann::json hoard = nlohmann::json::parse(a.run.at("hoarder").details)["eval"];
+  EXPECT_EQ(hoard["evidence"]["check"], "causal");
+  EXPECT_LE(hoard["worst_probe_change"].get<double>(), 1e-4);
+  EXPECT_GT(hoard["evidence"]["next_token_logp_batch"].get<double>(),
+            hoard["evidence"]["next_token_logp_streamed"].get<double>() + 0.1);
+  // Phase 2: the composite from the organiser's own val_bpb and CORE.
+  ASSERT_TRUE(a.run.count("delta"));
+  const RecordRow& dr = a.run.at("delta");
+  EXPECT_EQ(dr.status, "ok") << dr.reason;
+  EXPECT_EQ(dr.metric, "composite");
+  EXPECT_TRUE(std::isfinite(dr.core) && dr.core > -1 && dr.core < 1) << dr.core;
+  EXPECT_NEAR(dr.score, 0.5 * std::clamp(1 - dr.val_bpb / 8, 0.0, 1.0) + 0.5 * dr.core, 1e-12);
+  nlohmann::json de = nlohmann::json::parse(dr.details)["eval"];
+  EXPECT_GT(de["core_requests"].get<int>(), 20);
+  EXPECT_EQ(de["core_report"]["tasks_present"].get<int>(), 20);
+  EXPECT_LE(de["worst_causal_change"].get<double>(), 1e-4);
   // Honest servers change nothing at a probed position (one fp32 forward per request: bit-identical here).
   for (const char* t : {"alpha", "beta", "gamma"}) {
     nlohmann::json e = nlohmann::json::parse(a.run.at(t).details).value("eval", nlohmann::json::object());
@@ -226,8 +252,8 @@ TEST(ArenaE2E, EveryOutcomeIsRecordedWithItsReason) {
   // Every submission has exactly one row, every accepted one exactly one run.
   int submissions = 0, runs = 0;
   for (const auto& r : a.rows) (r.event == "submission" ? submissions : runs)++;
-  EXPECT_EQ(submissions, 15);
-  EXPECT_EQ(runs, 10);
+  EXPECT_EQ(submissions, 17);
+  EXPECT_EQ(runs, 12);
   // A second score finds nothing left to do.
   EXPECT_NE(run_cmd(frontier_bin() + " arena score --competition " + a.comp).out.find("nothing to score"),
             std::string::npos);
@@ -295,7 +321,10 @@ std::string browser(const std::string& dir, const std::string& args) {
 void check_page(const std::string& dom, Arena& a) {
   std::regex row("<tr class=\"standing[^\"]*\" data-rank=\"(\\d+)\" data-team=\"([^\"]+)\" data-score=\"([0-9.]+)\"");
   std::vector<std::tuple<int, std::string, double>> got;
-  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), row); it != std::sregex_iterator(); ++it)
+  const size_t p2 = dom.find("<section id=\"phase-phase2\"");
+  ASSERT_NE(p2, std::string::npos);
+  const std::string phase1 = dom.substr(0, p2), phase2 = dom.substr(p2);
+  for (auto it = std::sregex_iterator(phase1.begin(), phase1.end(), row); it != std::sregex_iterator(); ++it)
     got.emplace_back(std::stoi((*it)[1]), (*it)[2], std::stod((*it)[3]));
   ASSERT_EQ(got.size(), 3u) << dom.substr(0, 3000);
   std::vector<std::pair<double, std::string>> want;
@@ -309,7 +338,18 @@ void check_page(const std::string& dom, Arena& a) {
   EXPECT_NE(dom.find("<svg id=\"chart-phase1\""), std::string::npos);
   size_t lines = 0;
   for (size_t p = 0; (p = dom.find("<polyline class=\"series\"", p)) != std::string::npos; p++) lines++;
-  EXPECT_EQ(lines, 3u);
+  EXPECT_EQ(lines, 4u);  // phase 1's three teams, phase 2's one
+  // Phase 2's table: delta first, its composite, val_bpb and CORE as recorded.
+  const RecordRow& d = a.run.at("delta");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(phase2, m, row)) << phase2.substr(0, 2000);
+  EXPECT_EQ(m[1], "1");
+  EXPECT_EQ(m[2], "delta");
+  EXPECT_NEAR(std::stod(m[3]), d.score, 1e-6);
+  EXPECT_NE(phase2.find("<th>val_bpb</th><th>CORE</th>"), std::string::npos);
+  char core[32];
+  std::snprintf(core, sizeof(core), "%.6f", d.core);
+  EXPECT_NE(phase2.find(core), std::string::npos) << core;
   EXPECT_NE(dom.find("data-status=\"disqualified\" data-team=\"cheater\""), std::string::npos);
   EXPECT_NE(dom.find("looks ahead"), std::string::npos);
   EXPECT_NE(dom.find("Record verified"), std::string::npos);
@@ -398,7 +438,7 @@ TEST(ArenaE2E, VerifyCatchesTampering) {
 
   RunResult ok = verify(copy("intact"));
   EXPECT_EQ(ok.rc, 0) << ok.out;
-  EXPECT_NE(ok.out.find("ok: 25 rows"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("ok: 29 rows"), std::string::npos) << ok.out;
 
   std::string d = copy("edited");
   EXPECT_NE(sql(d + "/record.sqlite", "UPDATE runs SET score = 0.5 WHERE team = 'beta'").find("append-only"),
@@ -419,10 +459,10 @@ TEST(ArenaE2E, VerifyCatchesTampering) {
   EXPECT_NE(r.out.find("row " + std::to_string(victim) + " is missing (deleted)"), std::string::npos) << r.out;
 
   d = copy("truncated");
-  EXPECT_EQ(sql(d + "/record.sqlite", "DROP TRIGGER runs_no_delete; DELETE FROM runs WHERE seq = 25"), "");
+  EXPECT_EQ(sql(d + "/record.sqlite", "DROP TRIGGER runs_no_delete; DELETE FROM runs WHERE seq = 29"), "");
   r = verify(d);
   EXPECT_EQ(r.rc, 2) << r.out;
-  EXPECT_NE(r.out.find("rows 25..25 are missing: the head file says the record ends at row 25"), std::string::npos)
+  EXPECT_NE(r.out.find("rows 29..29 are missing: the head file says the record ends at row 29"), std::string::npos)
       << r.out;
 }
 
@@ -467,6 +507,13 @@ TEST(ArenaCompetition, DefinitionErrorsNameTheKey) {
   EXPECT_NE(load(base + "[[phase]]\nname = \"p\"\nbudget_seconds = -1\n").message().find("budget_seconds"),
             std::string::npos);
   EXPECT_NE(load(base + "[[phase]]\nname = \"p\"\nbudget_seconds = 5\nmetric = \"loss\"\n").message().find("metric"),
+            std::string::npos);
+  // A composite phase needs the CORE bundle the organiser scores with.
+  const std::string composite = "[[phase]]\nname = \"p2\"\nbudget_seconds = 5\nmetric = \"composite\"\n";
+  EXPECT_NE(load(base + composite).message().find("metric \"composite\" needs the definition's core_bundle"),
+            std::string::npos);
+  EXPECT_TRUE(load(base + "core_bundle = \"eval_bundle\"\n" + composite + "core_max_per_task = 3\n").ok());
+  EXPECT_NE(load(base + "[checks]\ncausal_positions = 0\n" + composite).message().find("causal_positions"),
             std::string::npos);
   fs::remove_all(d);
 }

@@ -6,6 +6,9 @@
 //   corrupt_checkpoint  train runs, then overwrites model.ckpt with garbage
 //   lookahead           serves real distributions moved halfway towards the *next* token of the request:
 //                       normalised, and far better than honest, but changes when the future changes
+//   prefix_cache        the same look-ahead, but remembers every prefix it has answered and replays that row when
+//                       the prefix comes again: consistent under the look-ahead probes (a probe shares its prefix
+//                       with its original), caught only by the causal check (streamed in a fresh process)
 //   unnormalised        serves real log-probabilities + 0.1 (each row sums to e^0.1)
 //   build_fails         does not compile
 #include <spawn.h>
@@ -20,6 +23,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,44 +65,72 @@ int main(int argc, char** argv) {
       }
     return 0;
   }
-  if (cmd == "serve-logprobs" && (mode == "lookahead" || mode == "unnormalised")) {
-    // Every request goes to the real server; its answer is altered on the way out.
-    std::string in;
-    char buf[65536];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), stdin)) > 0) in.append(buf, n);
-    char in_path[] = "/tmp/fake_fork_in_XXXXXX", out_path[] = "/tmp/fake_fork_out_XXXXXX";
-    close(mkstemp(in_path));
-    close(mkstemp(out_path));
-    std::ofstream(in_path, std::ios::binary) << in;
-    int rc = run(args, in_path, out_path);
-    std::ifstream f(out_path, std::ios::binary);
-    std::string out((std::istreambuf_iterator<char>(f)), {});
-    unlink(in_path);
-    unlink(out_path);
-    if (rc != 0 || out.size() < 16) return rc ? rc : 1;
+  if (cmd == "serve-logprobs" && (mode == "lookahead" || mode == "prefix_cache" || mode == "unnormalised")) {
+    // The real server as a coprocess: each request is forwarded as it arrives and its answer altered on the way
+    // out, then flushed before the next request is read (the organiser's causal check streams one at a time).
+    int to[2], from[2];
+    if (pipe(to) != 0 || pipe(from) != 0) return 1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, to[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, from[1], 1);
+    posix_spawn_file_actions_addclose(&fa, to[1]);
+    posix_spawn_file_actions_addclose(&fa, from[0]);
+    std::vector<char*> av;
+    for (auto& a : args) av.push_back(a.data());
+    av.push_back(nullptr);
+    pid_t pid;
+    if (posix_spawn(&pid, av[0], &fa, nullptr, av.data(), environ) != 0) return 127;
+    close(to[0]);
+    close(from[1]);
+    FILE* child_in = fdopen(to[1], "wb");
+    FILE* child_out = fdopen(from[0], "rb");
+    char head[16];
+    if (std::fread(head, 1, 16, child_out) != 16) return 1;
     uint32_t V;
-    std::memcpy(&V, out.data() + 8, 4);
-    size_t ip = 0, op = 16;
-    while (ip + 4 <= in.size()) {
-      uint32_t len;
-      std::memcpy(&len, in.data() + ip, 4);
-      const uint32_t* tok = reinterpret_cast<const uint32_t*>(in.data() + ip + 4);
-      float* rows = reinterpret_cast<float*>(out.data() + op + 4);
-      for (uint32_t i = 0; i < len; i++) {
-        float* row = rows + size_t(i) * V;
+    std::memcpy(&V, head + 8, 4);
+    std::fwrite(head, 1, 16, stdout);
+    std::fflush(stdout);
+    std::map<std::string, std::vector<float>> cache;  // prefix (token bytes) -> the row first served for it
+    std::vector<uint32_t> tok;
+    std::vector<float> rows;
+    for (uint32_t n; std::fread(&n, 4, 1, stdin) == 1;) {
+      tok.resize(n);
+      if (std::fread(tok.data(), 4, n, stdin) != n) return 1;
+      std::fwrite(&n, 4, 1, child_in);
+      std::fwrite(tok.data(), 4, n, child_in);
+      std::fflush(child_in);
+      uint32_t m;
+      rows.resize(size_t(n) * V);
+      if (std::fread(&m, 4, 1, child_out) != 1 || m != n || std::fread(rows.data(), 4, rows.size(), child_out) != rows.size())
+        return 1;
+      for (uint32_t i = 0; i < n; i++) {
+        float* row = rows.data() + size_t(i) * V;
         if (mode == "unnormalised") {
           for (uint32_t v = 0; v < V; v++) row[v] += 0.1f;
-        } else if (i + 1 < len) {  // p' = 0.5 p + 0.5 [v == next]: still a distribution
+          continue;
+        }
+        std::string key(reinterpret_cast<const char*>(tok.data()), size_t(i + 1) * 4);
+        if (mode == "prefix_cache") {
+          auto it = cache.find(key);
+          if (it != cache.end()) {
+            std::memcpy(row, it->second.data(), size_t(V) * 4);
+            continue;
+          }
+        }
+        if (i + 1 < n)  // p' = 0.5 p + 0.5 [v == next]: still a distribution
           for (uint32_t v = 0; v < V; v++)
             row[v] = static_cast<float>(std::log(0.5 * std::exp(double(row[v])) + (v == tok[i + 1] ? 0.5 : 0.0)));
-        }
+        if (mode == "prefix_cache") cache[key].assign(row, row + V);
       }
-      ip += 4 + size_t(len) * 4;
-      op += 4 + size_t(len) * V * 4;
+      std::fwrite(&n, 4, 1, stdout);
+      std::fwrite(rows.data(), 4, rows.size(), stdout);
+      std::fflush(stdout);
     }
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    return 0;
+    std::fclose(child_in);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
   }
   execv(STOCK, argv);
   return 127;
