@@ -182,6 +182,12 @@ TEST(Advise, BadInputIsOneLine) {
   r = run_cmd(env + frontier_bin() + " advise --budget 10 --base " + d + "/nopeak.toml --depths 1 --seq-lens 16");
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("run `frontier calibrate` first"), std::string::npos) << r.out;
+  // A candidate that cannot be built or timed (3 key/value heads do not divide 2): the error names the key.
+  write_text(d + "/heads.toml", "[model]\ndim = 64\nhead_dim = 32\nn_kv_head = 3\n[train]\ndata = \"" + dataset() +
+                                    "/data\"\npeak_gflops = 10.0\n");
+  r = run_cmd(env + frontier_bin() + " advise --budget 10 --base " + d + "/heads.toml --depths 1 --seq-lens 16");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("n_kv_head"), std::string::npos) << r.out;
   // No dataset.
   write_text(d + "/nodata.toml", "[train]\ndata = \"" + d + "/missing\"\npeak_gflops = 10.0\n");
   r = run_cmd(env + frontier_bin() + " advise --budget 10 --base " + d + "/nodata.toml");
