@@ -428,7 +428,9 @@ static int run_main(int argc, char** argv) {
   ad->add_option("--out", ao.out, "Write the advised config here")->capture_default_str();
   ad->add_option("--cache", ao.cache, "Cache of step times, sweep points and validations (default "
                                       "$FRONTIER_CACHE/advise)");
-  ad->add_option("--validate", ao.validate, "Train the best K candidates at the full budget: predicted vs measured")
+  ad->add_option("--validate", ao.validate, "Train the best K candidates of each sequence length at the full budget "
+                                            "(predicted vs measured); the advice is the best measured (0: the best "
+                                            "predicted)")
       ->check(CLI::Range(0, 64))->capture_default_str();
   ad->add_option("--compare", ao.compare, "Configs to train at the full budget beside the advice, repeatable");
   ad->add_option("--depths", ao.depths, "Candidate depths")->check(CLI::Range(1, 64))->delimiter(',')

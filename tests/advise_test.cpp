@@ -138,15 +138,34 @@ TEST(Advise, EndToEndThenFromTheCache) {
     EXPECT_GT(p["val_bpb"].get<double>(), 0.5) << p.dump();
     EXPECT_EQ(p["tokens"].get<int64_t>(), p["steps"].get<int64_t>() * 4 * p["seq_len"].get<int64_t>()) << p.dump();
   }
+  // The best candidate of each sequence length (3 rows), the advice (the best measured of them), the compared base.
   auto v = read_jsonl(recipe_dir + "/validations.jsonl");
-  ASSERT_EQ(v.size(), 2u) << r.out;
-  EXPECT_EQ(v[0]["label"].get<std::string>().rfind("advised (depth", 0), 0u) << v[0].dump();
-  EXPECT_TRUE(v[0].contains("predicted")) << v[0].dump();
-  EXPECT_TRUE(v[1].contains("predicted")) << v[1].dump();  // the base is inside the model (T 32, same recipe)
-  for (const auto& x : v) {
+  ASSERT_EQ(v.size(), 5u) << r.out;
+  double best = 1e9;
+  int advice = -1;
+  for (int i = 0; i < 5; i++) {
+    if (v[i].value("advice", false)) advice = i;
+    else if (v[i]["label"].get<std::string>().rfind("depth ", 0) == 0) best = std::min(best, v[i]["val_bpb"].get<double>());
     // Probe mode with the advisor's step time: the run trains exactly budget / step time steps.
-    EXPECT_EQ(x["steps"].get<int64_t>(), static_cast<int64_t>(3.0 / x["step_s"].get<double>())) << x.dump();
+    if (v[i].contains("steps")) {
+      EXPECT_EQ(v[i]["steps"].get<int64_t>(), static_cast<int64_t>(3.0 / v[i]["step_s"].get<double>())) << v[i].dump();
+    }
   }
+  ASSERT_EQ(advice, 3) << r.out;
+  EXPECT_EQ(v[3]["val_bpb"].get<double>(), best) << v[3].dump();
+  EXPECT_EQ(v[3]["label"].get<std::string>().rfind("advised (depth", 0), 0u) << v[3].dump();
+  EXPECT_NE(v[4]["label"].get<std::string>().find("base.toml"), std::string::npos) << v[4].dump();
+  EXPECT_TRUE(v[4].contains("predicted")) << v[4].dump();  // the base is inside the model (T 32, same recipe)
+  std::string advised;
+  ASSERT_TRUE(read_file(d + "/advice.toml", &advised).ok());
+  EXPECT_NE(advised.find("Measured here at the full budget: val_bpb"), std::string::npos) << advised;
+
+  // The same again: every full-budget run is found in the record, nothing is trained.
+  r = run_cmd(cmd + "--validate 1 --compare " + base);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  size_t reused = 0;
+  for (size_t p = r.out.find("[recorded before"); p != std::string::npos; p = r.out.find("[recorded before", p + 1)) reused++;
+  EXPECT_EQ(reused, 4u) << r.out;
 
   // Again, for another budget inside the same range: nothing is measured or trained again before the fit.
   r = run_cmd(cmd + "--validate 0");

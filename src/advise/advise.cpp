@@ -126,10 +126,12 @@ struct Advisor {
   Status sweep();
   Status fit();
   void predict();
-  Status write_advice(const Candidate& pick);
-  Status validate(const std::vector<const Candidate*>& picks);
+  Status write_advice(const Candidate& pick, double measured, const std::string& how);
+  Status validate(const std::vector<const Candidate*>& picks, std::vector<double>* measured);
+  Status compare();
   Status run_at_budget(const std::string& label, const std::string& config, const Candidate* c, double step_s,
-                       const std::string& shape_key, double predicted);
+                       double predicted, double* measured);
+  Status append_validation(const json& row);
   Config candidate_config(const Candidate& c) const;
   std::map<std::string, std::string> candidate_sets(const Candidate& c) const;
 };
@@ -473,7 +475,7 @@ void Advisor::predict() {
   }
 }
 
-Status Advisor::write_advice(const Candidate& p) {
+Status Advisor::write_advice(const Candidate& p, double measured, const std::string& how) {
   ConfigSchema schema = train_schema();
   Config defaults = schema.defaults(), diff;
   Config cc = candidate_config(p);
@@ -495,62 +497,102 @@ Status Advisor::write_advice(const Candidate& p) {
                 p.step_s, p.tokens_per_s(), 100 * mfu, static_cast<long long>(p.steps),
                 si(double(p.tokens)).c_str(), p.tokens / p.n_ne, si(p.n_ne).c_str(), p.predicted, model.loo_rmse,
                 model.loo_max, o.base.c_str());
-  FRONTIER_RETURN_IF_ERROR(write_file_atomic(o.out, std::string(head) + diff.to_toml()));
-  std::printf("\nadvice: %s, seq_len %d, micro_batch %d: predicted val_bpb %.4f; written to %s\n",
-              p.label().c_str(), p.T, p.B, p.predicted, o.out.c_str());
+  std::string text = head;
+  if (measured > 0) text += "# Measured here at the full budget: val_bpb " + fmt("%.4f", measured) + " (" + how + ").\n";
+  FRONTIER_RETURN_IF_ERROR(write_file_atomic(o.out, text + diff.to_toml()));
+  std::printf("\nadvice: %s, seq_len %d, micro_batch %d: predicted val_bpb %.4f%s; written to %s\n",
+              p.label().c_str(), p.T, p.B, p.predicted,
+              measured > 0 ? (", measured " + fmt("%.4f", measured) + " (" + how + ")").c_str() : "", o.out.c_str());
   return ok_status();
+}
+
+Status Advisor::append_validation(const json& row) {
+  std::string all;
+  read_file(recipe_dir + "/validations.jsonl", &all).ok();  // absent the first time
+  return write_file_atomic(recipe_dir + "/validations.jsonl", all + row.dump() + "\n");
+}
+
+// The shape a validations.jsonl row trained: its "shape", or the one in an "advised (depth 2 T 128)" label.
+std::string row_shape(const json& r) {
+  if (r.contains("shape") && r["shape"].is_string()) return r["shape"].get<std::string>();
+  const std::string l = r.value("label", std::string());
+  if (l.rfind("advised (", 0) == 0 && l.back() == ')') return l.substr(9, l.size() - 10);
+  return l.rfind("depth ", 0) == 0 ? l : "";
 }
 
 // Trains a config (or a candidate) at the full budget in probe mode with the step time the advisor measured, so
-// that the prediction and the run see the same number of steps.
+// that the prediction and the run see the same number of steps. A run of the same config, shape, budget and step
+// time recorded before is not trained again (probe mode makes it the same run): its val_bpb is reused.
 Status Advisor::run_at_budget(const std::string& label, const std::string& config, const Candidate* c,
-                              double step_s, const std::string& shape_key, double predicted) {
-  ResearchOptions ro;
-  ro.base = config;
-  ro.data = data_dir;
-  ro.frontier_bin = bin;
-  std::map<std::string, std::string> sets;
-  if (c != nullptr) sets = candidate_sets(*c);
-  sets["train.budget_mode"] = "probe";
-  sets["train.probe_step_seconds"] = fmt("%.9g", step_s);
-  sets["train.threads"] = std::to_string(threads);
-  sets["train.checkpoint_every_seconds"] = "0";
-  const std::string dir = recipe_dir + "/validate/" +
-                          sha256_hex(label + config + shape_key + fmt("%.0f", o.budget)).substr(0, 12);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+                              double step_s, double predicted, double* measured) {
+  *measured = 0;
+  const std::string shape = c != nullptr ? c->label() : "";
   const int64_t steps = static_cast<int64_t>(o.budget / step_s);
   std::printf("validate  %-28s %6lld steps ... ", label.c_str(), static_cast<long long>(steps));
   std::fflush(stdout);
-  TrialResult r = run_trial(ro, sets, o.budget, static_cast<uint64_t>(base.get_int("train.seed")), dir);
-  if (r.status == "interrupted") return Status::error("advise: " + r.error);
-  if (r.status != "ok") {
-    std::printf("failed: %s\n", r.error.c_str());
-    return ok_status();
+  std::string all;
+  if (read_file(recipe_dir + "/validations.jsonl", &all).ok()) {
+    std::istringstream in(all);
+    for (std::string line; std::getline(in, line);) {
+      json r = json::parse(line, nullptr, false);
+      if (!r.is_object() || r.value("config", std::string()) != config || r.value("budget", 0.0) != o.budget ||
+          std::fabs(r.value("step_s", 0.0) / step_s - 1) > 1e-9 || row_shape(r) != shape || r.value("advice", false))
+        continue;
+      *measured = r.value("val_bpb", 0.0);
+    }
+  }
+  const bool cached = *measured > 0;
+  std::string dir;
+  if (!cached) {
+    ResearchOptions ro;
+    ro.base = config;
+    ro.data = data_dir;
+    ro.frontier_bin = bin;
+    std::map<std::string, std::string> sets;
+    if (c != nullptr) sets = candidate_sets(*c);
+    sets["train.budget_mode"] = "probe";
+    sets["train.probe_step_seconds"] = fmt("%.9g", step_s);
+    sets["train.threads"] = std::to_string(threads);
+    sets["train.checkpoint_every_seconds"] = "0";
+    dir = recipe_dir + "/validate/" + sha256_hex(config + shape + fmt("%.9g", step_s) + fmt("%.0f", o.budget)).substr(0, 12);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    TrialResult r = run_trial(ro, sets, o.budget, static_cast<uint64_t>(base.get_int("train.seed")), dir);
+    if (r.status == "interrupted") return Status::error("advise: " + r.error);
+    if (r.status != "ok") {
+      std::printf("failed: %s\n", r.error.c_str());
+      return ok_status();
+    }
+    *measured = r.val_bpb;
+    json v = {{"label", label}, {"shape", shape}, {"config", config}, {"budget", o.budget},
+              {"steps", r.summary.value("num_steps", 0)}, {"tokens_M", r.summary.value("total_tokens_M", 0.0)},
+              {"step_s", step_s}, {"val_bpb", r.val_bpb}, {"machine", machine}, {"data", data_dir},
+              {"when", static_cast<int64_t>(std::time(nullptr))}};
+    if (predicted > 0) v["predicted"] = predicted;
+    FRONTIER_RETURN_IF_ERROR(append_validation(v));
   }
   std::string pred = predicted > 0 ? fmt("predicted %.4f, ", predicted) : "";
-  std::printf("%smeasured %.4f", pred.c_str(), r.val_bpb);
-  if (predicted > 0) std::printf(" (error %+.2f%%)", 100 * (predicted - r.val_bpb) / r.val_bpb);
-  std::printf("  [%s]\n", dir.c_str());
-  json v = {{"label", label}, {"config", config}, {"budget", o.budget}, {"steps", r.summary.value("num_steps", 0)},
-            {"tokens_M", r.summary.value("total_tokens_M", 0.0)}, {"step_s", step_s}, {"val_bpb", r.val_bpb},
-            {"machine", machine}, {"data", data_dir}, {"when", static_cast<int64_t>(std::time(nullptr))}};
-  if (predicted > 0) v["predicted"] = predicted;
-  std::string all;
-  read_file(recipe_dir + "/validations.jsonl", &all).ok();  // absent the first time
-  FRONTIER_RETURN_IF_ERROR(write_file_atomic(recipe_dir + "/validations.jsonl", all + v.dump() + "\n"));
+  std::printf("%smeasured %.4f", pred.c_str(), *measured);
+  if (predicted > 0) std::printf(" (error %+.2f%%)", 100 * (predicted - *measured) / *measured);
+  std::printf("  [%s]\n", cached ? "recorded before: validations.jsonl" : dir.c_str());
   return ok_status();
 }
 
-Status Advisor::validate(const std::vector<const Candidate*>& picks) {
-  if (picks.empty() && o.compare.empty()) return ok_status();
-  std::printf("\ntraining at the full budget (probe mode: budget / the step time above; val_bpb as `frontier "
-              "train` scores it)\n");
-  int i = 0;
-  for (const Candidate* c : picks) {
-    FRONTIER_RETURN_IF_ERROR(run_at_budget(i++ == 0 ? "advised (" + c->label() + ")" : c->label(), o.base, c,
-                                           c->step_s, speed_key(c->depth, c->T, c->B), c->predicted));
-  }
+Status Advisor::validate(const std::vector<const Candidate*>& picks, std::vector<double>* measured) {
+  measured->assign(picks.size(), 0.0);
+  if (picks.empty()) return ok_status();
+  std::printf("\ntraining the best of each sequence length at the full budget (probe mode: budget / the step time "
+              "above; val_bpb as `frontier train` scores it)\n");
+  for (size_t i = 0; i < picks.size(); i++)
+    FRONTIER_RETURN_IF_ERROR(run_at_budget(picks[i]->label(), o.base, picks[i], picks[i]->step_s,
+                                           picks[i]->predicted, &(*measured)[i]));
+  return ok_status();
+}
+
+Status Advisor::compare() {
+  if (o.compare.empty()) return ok_status();
+  std::printf("\ntraining the configs to compare at the full budget (probe mode, each with its own step time "
+              "measured as the candidates' were)\n");
   ConfigSchema schema = train_schema();
   for (const auto& path : o.compare) {
     Config cc = schema.defaults();
@@ -588,7 +630,8 @@ Status Advisor::validate(const std::vector<const Candidate*>& picks) {
       predicted = model.predict(non_embedding_params(depth, shape.dim), double(std::max<int64_t>(tokens, 1)),
                                 static_cast<int>(it - o.seq_lens.begin()));
     }
-    FRONTIER_RETURN_IF_ERROR(run_at_budget(path, path, nullptr, step_s, key, predicted));
+    double measured = 0;
+    FRONTIER_RETURN_IF_ERROR(run_at_budget(path, path, nullptr, step_s, predicted, &measured));
   }
   return ok_status();
 }
@@ -633,9 +676,32 @@ Status run_advise(const AdviseOptions& o) {
   std::sort(order.begin(), order.end(), [](const Candidate* x, const Candidate* y) {
     return x->predicted < y->predicted;
   });
-  FRONTIER_RETURN_IF_ERROR(a.write_advice(*order[0]));
-  order.resize(std::min<size_t>(order.size(), static_cast<size_t>(std::max(0, o.validate))));
-  FRONTIER_RETURN_IF_ERROR(a.validate(order));
+  // The loss model ranks shapes within a sequence length better than across them (its per-length term is fitted
+  // from few points, and a longer context pays more the longer the training: measured, docs/codesign.md), so the
+  // best K of each sequence length are trained at the full budget and the advice is the best measured.
+  std::vector<const Candidate*> picks;
+  for (size_t r = 0; r < o.seq_lens.size(); r++) {
+    int k = 0;
+    for (const Candidate* c : order)
+      if (c->recipe == static_cast<int>(r) && k < o.validate) picks.push_back(c), k++;
+  }
+  std::vector<double> measured;
+  FRONTIER_RETURN_IF_ERROR(a.validate(picks, &measured));
+  size_t best = picks.size();
+  for (size_t i = 0; i < picks.size(); i++)
+    if (measured[i] > 0 && (best == picks.size() || measured[i] < measured[best])) best = i;
+  if (best == picks.size()) {
+    FRONTIER_RETURN_IF_ERROR(a.write_advice(*order[0], 0, ""));
+  } else {
+    const std::string how = "the best measured of " + std::to_string(picks.size()) + " trained at the full budget";
+    FRONTIER_RETURN_IF_ERROR(a.write_advice(*picks[best], measured[best], how));
+    FRONTIER_RETURN_IF_ERROR(a.append_validation(
+        {{"label", "advised (" + picks[best]->label() + ")"}, {"shape", picks[best]->label()}, {"advice", true},
+         {"config", o.base}, {"budget", o.budget}, {"step_s", picks[best]->step_s}, {"val_bpb", measured[best]},
+         {"predicted", picks[best]->predicted}, {"data", a.data_dir}, {"machine", a.machine},
+         {"when", static_cast<int64_t>(std::time(nullptr))}}));
+  }
+  FRONTIER_RETURN_IF_ERROR(a.compare());
   return ok_status();
 }
 

@@ -15,11 +15,14 @@
 //     points.jsonl (the recipe hash covers optim.*, the schedule, the seed and eval.*).
 //  3. The fit (advise/loss_model.h): L = E_r + A/N^alpha + B/D^beta; its leave-one-out error is printed as the
 //     prediction's error.
-// Then every candidate's val_bpb at the budget is predicted and the lowest wins. Candidates that would see the
-// training data more than once are excluded and listed (the loader would repeat documents). --validate K trains
-// the best K candidates at the full budget, and --compare trains given configs likewise, printing predicted vs
-// measured: these runs use budget_mode = probe with the step time measured in step 1, so a loaded machine slows
-// them but does not change their result. Each is appended to validations.jsonl, which --chart draws.
+// Then every candidate's val_bpb at the budget is predicted. Candidates that would see the training data more than
+// once are excluded and listed (the loader would repeat documents). The model ranks shapes of one sequence length
+// better than it ranks sequence lengths (measured: docs/codesign.md), so --validate K (default 1) trains the best K
+// of each sequence length at the full budget and the advice is the best measured (--validate 0: the best
+// predicted). --compare trains given configs likewise. All print predicted vs measured; they run in budget_mode =
+// probe with the step time of step 1, so a loaded machine slows them but does not change their result, and a run
+// recorded before (same config, shape, budget, step time) is reused, not repeated. validations.jsonl keeps them
+// all, with one "advice" row per decision, which --chart draws.
 //
 // Not searched (the base config's values are kept and printed): learning rates, warmdown, batch in sequences,
 // head_dim, precision. `frontier research` tunes those around the advised shape.
@@ -38,7 +41,7 @@ struct AdviseOptions {
   std::string data;                     // prepared dataset (default: the base's train.data)
   std::string out = "advice.toml";      // the advised config
   std::string cache;                    // default $FRONTIER_CACHE/advise
-  int validate = 1;                     // train the best K candidates at the full budget
+  int validate = 1;                     // train the best K of each sequence length at the full budget
   std::vector<std::string> compare;     // configs trained at the full budget beside them
   std::vector<int> depths = {1, 2, 3, 4, 5, 6, 8};
   std::vector<int> seq_lens = {128, 256, 512};

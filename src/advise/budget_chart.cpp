@@ -34,6 +34,7 @@ std::string budget_chart_svg(const std::vector<nlohmann::json>& rows) {
     if (!r.is_object() || !r.contains("budget") || !r.contains("val_bpb")) continue;
     if (!r["budget"].is_number() || !r["val_bpb"].is_number()) continue;
     std::string label = r.value("label", std::string("?")), note;
+    if (label.rfind("depth ", 0) == 0) continue;  // a candidate trained to choose the advice: its own row says
     size_t p = label.find(" (");
     if (p != std::string::npos && label.back() == ')') {
       note = label.substr(p + 2, label.size() - p - 3);
