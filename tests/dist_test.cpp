@@ -5,9 +5,11 @@
 #include <cmath>
 
 #include "dist/comm.h"
+#include "dist/grad_exchange.h"
 #include "dist/scale_model.h"
 #include "dist/shard_plan.h"
 #include "model/gpt.h"
+#include "kernels/gemm.h"
 #include "model/model_config.h"
 #include "optim/optim.h"
 
@@ -116,6 +118,97 @@ TEST(ScaleModel, OneRankHasNoCommunicationAndFullEfficiency) {
   EXPECT_EQ(sixteen.nodes, 2);
   EXPECT_NEAR(sixteen.t_comm, 2 * (15 * 5e-6 + 15.0 / 16 * 40e6 / 1e9) + 3 * 15 * 5e-6, 1e-12);
   EXPECT_LT(sixteen.efficiency, two.efficiency);
+}
+
+// bf16 gradients: half the reduce-scatter's bytes; the all-gather of the weights stays fp32.
+TEST(ScaleModel, Bf16GradientsHalveTheReduceScatter) {
+  StepParts p;
+  p.t_fb = 0.1;
+  p.n_params = 10'000'000;
+  p.tokens_per_micro = 4096;
+  p.shard_share.assign(64, 0.5);
+  p.grad_bytes = 2;
+  Link shm{1e-6, 10e9, "shm"};
+  EXPECT_NEAR(project(p, 2, 8, shm, shm).t_comm, (1e-6 + 0.5 * 20e6 / 10e9) + (1e-6 + 0.5 * 40e6 / 10e9) + 3e-6, 1e-12);
+}
+
+// The buckets of a real model's tape: they tile the gradient arena with whole parameters, each at least the size
+// asked for (but the last in the arena), in the order the backward finishes them: lm_head first (the loss's last
+// op), each layer before the one below it, wte and the per-layer scalars (read by every layer) at the very end.
+TEST(GradExchange, BucketsTileTheArenaInBackwardOrder) {
+  const ModelShape s = shape_of(4);
+  Gpt gpt(s);
+  gpt.init_nanochat(1);
+  std::vector<int32_t> x(2 * 32), y(2 * 32);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<int32_t>(i * 7 % 512), y[i] = static_cast<int32_t>(i % 512);
+  const int64_t n = gpt.n_params();
+  for (int64_t min_bytes : {int64_t(1), int64_t(64 << 10), int64_t(1 << 20), int64_t(1) << 40}) {
+    Tape tape;
+    Var loss = gpt.forward(tape, x.data(), y.data(), 2, 32);
+    GradExchange ex;
+    ex.init(&Comm::world(), gpt.grads().data(), n, {}, CommDtype::kFp32);
+    ex.begin_step(nullptr);
+    ex.plan_buckets(tape, min_bytes);
+    std::vector<GradBucket> b = ex.buckets();
+    std::sort(b.begin(), b.end(), [](const GradBucket& p, const GradBucket& q) { return p.lo < q.lo; });
+    ASSERT_FALSE(b.empty());
+    EXPECT_EQ(b.front().lo, 0);
+    EXPECT_EQ(b.back().hi, n);
+    for (size_t i = 0; i < b.size(); i++) {
+      if (i > 0) {
+        EXPECT_EQ(b[i].lo, b[i - 1].hi);
+      }
+      if (i + 1 < b.size()) {
+        EXPECT_GE(4 * (b[i].hi - b[i].lo), std::min<int64_t>(min_bytes, 4 * n));
+      }
+      bool lo_at_param = false, hi_at_param = b[i].hi == n;
+      for (const auto& p : gpt.params()) lo_at_param |= p.offset == b[i].lo, hi_at_param |= p.offset == b[i].hi;
+      EXPECT_TRUE(lo_at_param && hi_at_param) << "bucket " << i << " splits a parameter";
+    }
+    if (min_bytes == 1) {  // one bucket per parameter: the backward's order
+      ASSERT_EQ(ex.buckets().size(), gpt.params().size());
+      EXPECT_EQ(ex.buckets().front().lo, gpt.param("lm_head").offset);
+      EXPECT_GE(ex.buckets()[1].lo, gpt.param("h.3.attn.c_q").offset);  // then the top layer's (C++ leaves the
+      EXPECT_LT(ex.buckets()[1].lo, gpt.param("value_embeds.1").offset);  // order within a layer to the compiler)
+      std::vector<int64_t> last;
+      for (size_t i = ex.buckets().size() - 3; i < ex.buckets().size(); i++) last.push_back(ex.buckets()[i].lo);
+      std::sort(last.begin(), last.end());
+      EXPECT_EQ(last, (std::vector<int64_t>{gpt.param("wte").offset, gpt.param("resid_lambdas").offset,
+                                             gpt.param("x0_lambdas").offset}));
+    }
+    if (min_bytes == int64_t(1) << 40) {
+      EXPECT_EQ(ex.buckets().size(), 1u);
+    }
+    // The backward starts every bucket but the last-finished ones before it ends; the gradients are the plain
+    // backward's (one rank: the exchange leaves fp32 sums as they are).
+    gpt.zero_grad();
+    tape.backward(loss, 1.0f, [&](const Node& nd) { ex.param_final(nd); });
+    ASSERT_TRUE(ex.finish().ok());
+    EXPECT_GT(ex.started_during_backward(), min_bytes == int64_t(1) << 40 ? -1 : 0);
+    const std::vector<float> overlapped = gpt.grads();
+    gpt.zero_grad();
+    Tape plain;
+    plain.backward(gpt.forward(plain, x.data(), y.data(), 2, 32), 1.0f);
+    EXPECT_TRUE(overlapped == gpt.grads()) << "min_bytes " << min_bytes;
+  }
+}
+
+// bf16 exchange on one rank: the sum of one bf16-rounded value, i.e. every gradient rounded to nearest-even bf16;
+// prepare() sees every range once before it is sent.
+TEST(GradExchange, Bf16RoundsEachContribution) {
+  std::vector<float> g(1000);
+  for (size_t i = 0; i < g.size(); i++) g[i] = std::sin(0.37f * i) * 1e-3f;
+  const std::vector<float> orig = g;
+  GradExchange ex;
+  ex.init(&Comm::world(), g.data(), 1000, {0, 1000}, CommDtype::kBf16);
+  int64_t prepared = 0;
+  ex.begin_step([&](int64_t lo, int64_t hi) { prepared += hi - lo; });
+  ASSERT_TRUE(ex.finish().ok());
+  EXPECT_EQ(prepared, 1000);
+  for (size_t i = 0; i < g.size(); i++) ASSERT_EQ(g[i], round_bf16(orig[i])) << i;
+  CommDtype d;
+  EXPECT_TRUE(parse_comm_dtype("bf16", &d).ok());
+  EXPECT_EQ(parse_comm_dtype("fp16", &d).message(), "train.comm_dtype = 'fp16' is not one of fp32, bf16");
 }
 
 TEST(Comm, OneProcessIsAWorldOfOne) {

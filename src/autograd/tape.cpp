@@ -12,6 +12,7 @@ Var Tape::param(float* value, float* grad, std::vector<int64_t> shape) {
   n->value = value;
   n->grad = grad;
   n->requires_grad = grad != nullptr;
+  n->is_param = true;
   nodes_.push_back(std::move(n));
   return {static_cast<int>(nodes_.size() - 1)};
 }
@@ -56,13 +57,19 @@ float* Tape::grad(Var v) {
   return n.grad;
 }
 
-void Tape::backward(Var loss, float seed) {
+void Tape::backward(Var loss, float seed) { backward(loss, seed, nullptr); }
+
+void Tape::backward(Var loss, float seed, const std::function<void(const Node&)>& param_final) {
   FRONTIER_CHECK(numel(loss) == 1);
   grad(loss)[0] += seed;
   for (int i = loss.id; i >= 0; i--) {
     Node& n = *nodes_[i];
     if (n.backward && n.grad) n.backward();
+    if (n.is_param && param_final) param_final(n);
   }
+  // Parameters recorded after the loss (none in a training step) take no part in it: final too.
+  for (size_t i = loss.id + 1; param_final && i < nodes_.size(); i++)
+    if (nodes_[i]->is_param) param_final(*nodes_[i]);
 }
 
 }  // namespace frontier

@@ -29,6 +29,7 @@ struct Node {
   PooledBuffer own_value, own_grad;        // storage for intermediate nodes (reused across steps)
   std::function<void()> backward;          // reads this->grad, accumulates into inputs' grads
   bool requires_grad = false;
+  bool is_param = false;                   // made by Tape::param: value and grad are external (the arenas)
   int64_t numel() const {
     int64_t n = 1;
     for (auto d : shape) n *= d;
@@ -54,6 +55,11 @@ class Tape {
   int64_t numel(Var v) { return nodes_[v.id]->numel(); }
   bool requires_grad(Var v) { return nodes_[v.id]->requires_grad; }
   void backward(Var scalar_loss, float seed = 1.f);  // d loss / d loss = seed (1/accum for accumulation)
+  // The same, calling param_final(node) for each parameter node as soon as its gradient is final: every op that
+  // read it recorded after it, so once the reverse replay reaches the node, nothing more accumulates into its
+  // gradient. A data-parallel run starts a bucket's gradient exchange from here, during the backward
+  // (dist/grad_exchange.h). Called on the calling thread, between ops.
+  void backward(Var scalar_loss, float seed, const std::function<void(const Node&)>& param_final);
   void clear() { nodes_.clear(); }
   // The precision of the GEMMs that ops recorded on this tape run (linear, attention, lm_head; forward and
   // backward): like PyTorch's autocast region. Values, gradients and everything else stay fp32.

@@ -167,22 +167,55 @@ Status blocks(const std::vector<int64_t>& counts, const char* what, std::vector<
 
 // Starts one nonblocking collective (start() fills the MPI_Request and returns MPI's code), then polls it against the
 // timeout; the time inside, waiting included, and the bytes sent go into stats().
-Status Comm::collective(double bytes_sent, const char* what, const std::function<int(void*)>& start) {
+Status Comm::collective(double bytes_sent, const char* what, const std::function<int(void*)>& start_fn) {
+  CommRequest r;
+  FRONTIER_RETURN_IF_ERROR(start(bytes_sent, what, start_fn, &r));
+  return wait(&r);
+}
+
+Status Comm::start(double bytes_sent, const char* what, const std::function<int(void*)>& start_fn, CommRequest* r) {
 #ifdef FRONTIER_HAVE_MPI
   const auto t0 = Clock::now();
-  MPI_Request req;
-  const int rc = start(&req);
-  Status s = rc != MPI_SUCCESS ? fail(rc, what) : wait(&req, what);
+  auto req = std::make_shared<MPI_Request>(MPI_REQUEST_NULL);
+  const int rc = start_fn(req.get());
   stats_.seconds += since(t0);
   stats_.bytes += bytes_sent;
   stats_.calls++;
-  return s;
+  if (rc != MPI_SUCCESS) return fail(rc, what);
+  r->mpi = req;
+  r->what = what;
+  return ok_status();
 #else
   (void)bytes_sent;
   (void)what;
-  (void)start;
+  (void)start_fn;
+  (void)r;
   return ok_status();
 #endif
+}
+
+Status Comm::test(CommRequest* r, bool* done) {
+  *done = true;
+  if (!r->active()) return ok_status();
+#ifdef FRONTIER_HAVE_MPI
+  const auto t0 = Clock::now();
+  int flag = 0;
+  const int rc = MPI_Test(static_cast<MPI_Request*>(r->mpi.get()), &flag, MPI_STATUS_IGNORE);
+  stats_.seconds += since(t0);
+  if (rc != MPI_SUCCESS) return fail(rc, r->what);
+  *done = flag != 0;
+  if (*done) *r = CommRequest();
+#endif
+  return ok_status();
+}
+
+Status Comm::wait(CommRequest* r) {
+  if (!r->active()) return ok_status();
+  const auto t0 = Clock::now();
+  Status s = wait(r->mpi.get(), r->what);
+  stats_.seconds += since(t0);
+  *r = CommRequest();
+  return s;
 }
 
 #ifdef FRONTIER_HAVE_MPI
@@ -201,12 +234,18 @@ Status Comm::allreduce_sum(double* x, int n, const char* what) {
 }
 
 Status Comm::allreduce_sum(float* x, int64_t n, const char* what) {
+  CommRequest r;
+  FRONTIER_RETURN_IF_ERROR(start_allreduce_sum(x, n, what, &r));
+  return wait(&r);
+}
+
+Status Comm::start_allreduce_sum(float* x, int64_t n, const char* what, CommRequest* r) {
   if (size_ == 1) return ok_status();
 #ifdef FRONTIER_HAVE_MPI
   FRONTIER_RETURN_IF_ERROR(check_count(n, what));
-  return collective(4.0 * n, what, [&](void* req) {
+  return start(4.0 * n, what, [&](void* req) {
     return MPI_Iallreduce(MPI_IN_PLACE, x, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, FRONTIER_REQ);
-  });
+  }, r);
 #else
   return ok_status();
 #endif
@@ -226,29 +265,74 @@ Status Comm::allreduce_max(int64_t* x, int n, const char* what) {
 // MPI_IN_PLACE reduce-scatter reads the whole buffer and leaves rank r's result at its *start*: it is moved to the
 // block's own offset (the rest of the buffer holds partial sums nobody reads).
 Status Comm::reduce_scatter_sum(float* buf, const std::vector<int64_t>& counts, const char* what) {
+  CommRequest r;
+  FRONTIER_RETURN_IF_ERROR(start_reduce_scatter_sum(buf, counts, what, &r));
+  FRONTIER_RETURN_IF_ERROR(wait(&r));
+  int64_t at = 0;
+  for (int q = 0; q < rank_; q++) at += counts[q];
+  if (size_ > 1 && at != 0) std::memmove(buf + at, buf, sizeof(float) * counts[rank_]);
+  return ok_status();
+}
+
+// In place as above, but the caller moves its block (rank r's result lands at buf[0, counts[r])).
+Status Comm::start_reduce_scatter_sum(float* buf, const std::vector<int64_t>& counts, const char* what,
+                                      CommRequest* r) {
   if (size_ == 1) return ok_status();
 #ifdef FRONTIER_HAVE_MPI
   std::vector<int> c, d;
   FRONTIER_RETURN_IF_ERROR(blocks(counts, what, &c, &d));
-  FRONTIER_RETURN_IF_ERROR(collective(4.0 * (d.back() + c.back()), what, [&](void* req) {
-    return MPI_Ireduce_scatter(MPI_IN_PLACE, buf, c.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, FRONTIER_REQ);
-  }));
-  if (d[rank_] != 0) std::memmove(buf + d[rank_], buf, sizeof(float) * counts[rank_]);
-  return ok_status();
+  r->args = c;
+  return start(4.0 * (d.back() + c.back()), what, [&](void* req) {
+    return MPI_Ireduce_scatter(MPI_IN_PLACE, buf, r->args.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, FRONTIER_REQ);
+  }, r);
 #else
   return ok_status();
 #endif
 }
 
 Status Comm::allgather(float* buf, const std::vector<int64_t>& counts, const char* what) {
+  CommRequest r;
+  FRONTIER_RETURN_IF_ERROR(start_allgather(buf, counts, what, &r));
+  return wait(&r);
+}
+
+Status Comm::start_allgather(float* buf, const std::vector<int64_t>& counts, const char* what, CommRequest* r) {
   if (size_ == 1) return ok_status();
 #ifdef FRONTIER_HAVE_MPI
   std::vector<int> c, d;
   FRONTIER_RETURN_IF_ERROR(blocks(counts, what, &c, &d));
-  return collective(4.0 * counts[rank_], what, [&](void* req) {
-    return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, c.data(), d.data(), MPI_FLOAT, MPI_COMM_WORLD,
-                           FRONTIER_REQ);
-  });
+  r->args = c;
+  r->args.insert(r->args.end(), d.begin(), d.end());
+  const int R = size_;
+  return start(4.0 * counts[rank_], what, [&](void* req) {
+    return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, r->args.data(), r->args.data() + R, MPI_FLOAT,
+                           MPI_COMM_WORLD, FRONTIER_REQ);
+  }, r);
+#else
+  return ok_status();
+#endif
+}
+
+Status Comm::start_alltoall_u16(const uint16_t* send, const std::vector<int64_t>& send_counts, uint16_t* recv,
+                                const char* what, CommRequest* r) {
+  if (size_ == 1) {
+    std::memcpy(recv, send, sizeof(uint16_t) * send_counts[0]);
+    return ok_status();
+  }
+#ifdef FRONTIER_HAVE_MPI
+  std::vector<int> c, d;
+  FRONTIER_RETURN_IF_ERROR(blocks(send_counts, what, &c, &d));
+  const int R = size_, mine = c[rank_];
+  FRONTIER_RETURN_IF_ERROR(check_count(int64_t(mine) * R, what));
+  r->args = c;  // send counts | send displacements | receive counts | receive displacements
+  r->args.insert(r->args.end(), d.begin(), d.end());
+  for (int q = 0; q < R; q++) r->args.push_back(mine);
+  for (int q = 0; q < R; q++) r->args.push_back(q * mine);
+  return start(2.0 * (d.back() + c.back() - mine), what, [&](void* req) {
+    const int* a = r->args.data();
+    return MPI_Ialltoallv(send, a, a + R, MPI_UINT16_T, recv, a + 2 * R, a + 3 * R, MPI_UINT16_T, MPI_COMM_WORLD,
+                          FRONTIER_REQ);
+  }, r);
 #else
   return ok_status();
 #endif

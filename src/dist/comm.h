@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,14 @@ struct CommStats {
   double seconds = 0;  // wall time inside collectives, waiting for other ranks included
   double bytes = 0;    // payload bytes this rank sent into collectives
   int64_t calls = 0;
+};
+
+// A collective in flight (Comm::start_*): test() it while computing, then wait() for it. Empty = none.
+struct CommRequest {
+  std::shared_ptr<void> mpi;  // the MPI_Request (mpi.h stays out of this header)
+  std::vector<int> args;      // MPI's count and displacement arrays, read by MPI until the request completes
+  const char* what = nullptr;
+  bool active() const { return mpi != nullptr; }
 };
 
 class Comm {
@@ -66,6 +75,20 @@ class Comm {
   // Root's rank-r block of `all` (counts[r] floats, consecutive) from rank r's `mine`; `all` is used on root only.
   Status gather(const float* mine, float* all, const std::vector<int64_t>& counts, const char* what);
   Status bcast(void* data, int64_t bytes, const char* what);  // from root
+
+  // Nonblocking forms, for overlapping communication with computation (dist/grad_exchange.h): start_* returns at
+  // once; test() drives MPI's progress (OpenMPI advances a collective only inside MPI calls: without them nothing
+  // moves) and says whether it is done; wait() polls it to the end against the timeout. Time inside each call goes
+  // to stats(); the buffers must stay untouched until the request is done. With one rank they complete at once.
+  Status start_reduce_scatter_sum(float* buf, const std::vector<int64_t>& counts, const char* what, CommRequest* r);
+  Status start_allreduce_sum(float* buf, int64_t n, const char* what, CommRequest* r);
+  Status start_allgather(float* buf, const std::vector<int64_t>& counts, const char* what, CommRequest* r);
+  // Rank r gets send[block r] (send_counts[r] 16-bit words, consecutive) of every rank q into recv[q * recv_each],
+  // recv_each = send_counts[rank()] on every rank: the exchange of a bf16 reduce-scatter, summed by the caller.
+  Status start_alltoall_u16(const uint16_t* send, const std::vector<int64_t>& send_counts, uint16_t* recv,
+                            const char* what, CommRequest* r);
+  Status test(CommRequest* r, bool* done);
+  Status wait(CommRequest* r);
   Status bcast(std::string* s, const char* what);
   // Root gets every rank's string (in rank order); others get an empty vector.
   Status gather_strings(const std::string& mine, std::vector<std::string>* all, const char* what);
@@ -89,6 +112,7 @@ class Comm {
   Comm() = default;
   Status wait(void* request, const char* what);  // MPI_Request*, polled against the timeout
   Status collective(double bytes_sent, const char* what, const std::function<int(void*)>& start);
+  Status start(double bytes_sent, const char* what, const std::function<int(void*)>& start, CommRequest* r);
   Status fail(int mpi_code, const char* what) const;
   int rank_ = 0, size_ = 1;
   std::string host_;

@@ -3,11 +3,11 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 
+#include "dist/grad_exchange.h"
 #include "dist/shard_plan.h"
 #include "model/gpt.h"
 #include "model/model_config.h"
@@ -17,8 +17,6 @@
 namespace frontier {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 double median(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
   return v[v.size() / 2];
@@ -31,6 +29,9 @@ Status measure_step_parts(const Config& cfg, int threads, int steps, StepParts* 
   FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg, &shape));
   Precision prec;
   FRONTIER_RETURN_IF_ERROR(resolve_precision(cfg.get_string("train.precision"), &prec));
+  CommDtype dtype;
+  FRONTIER_RETURN_IF_ERROR(parse_comm_dtype(cfg.get_string("train.comm_dtype"), &dtype));
+  out->grad_bytes = dtype == CommDtype::kBf16 ? 2 : 4;
   const int B = static_cast<int>(cfg.get_int("train.micro_batch")), T = shape.seq_len;
   int64_t total = cfg.get_int("train.total_batch_tokens");
   if (total == 0) total = int64_t(B) * T;
@@ -42,27 +43,10 @@ Status measure_step_parts(const Config& cfg, int threads, int steps, StepParts* 
   OptimConfig oc;
   oc.ns_precision = prec;
   Optimizer opt(gpt, oc);
-  std::vector<int32_t> x(int64_t(B) * T), y(int64_t(B) * T);
-  uint64_t st = 12345;
-  for (size_t i = 0; i < x.size(); i++) {
-    st = st * 6364136223846793005ull + 1442695040888963407ull;
-    x[i] = static_cast<int32_t>((st >> 33) % shape.vocab_size);
-    y[i] = static_cast<int32_t>((st >> 13) % shape.vocab_size);
-  }
-  std::vector<double> fb, op;
-  for (int s = 0; s < steps + 2; s++) {
-    gpt.zero_grad();
-    auto t0 = Clock::now();
-    Tape tape;
-    tape.set_precision(prec);
-    Var loss = gpt.forward(tape, x.data(), y.data(), B, T);
-    tape.backward(loss, 1.0f);
-    const double t_fb = since(t0);
-    auto t1 = Clock::now();
-    opt.step(1.0f, 0.9f, 0.0f);
-    const double t_op = since(t1);
-    if (s >= 2) fb.push_back(t_fb), op.push_back(t_op);  // the first two warm caches and the buffer pool
-  }
+  StepTimes times;  // one micro-batch per timed step; the first two warm caches and the buffer pool
+  time_random_steps(gpt, opt, prec, B, T, 1, 2, steps, &times);
+  const std::vector<double>& fb = times.fb;
+  const std::vector<double>& op = times.opt;
   out->t_fb = median(fb);
   out->t_opt = median(op);
   out->n_params = gpt.n_params();
@@ -71,7 +55,7 @@ Status measure_step_parts(const Config& cfg, int threads, int steps, StepParts* 
   out->threads = threads;
   out->describe = shape.describe() + ", " + precision_name(prec) + ", micro-batch " + std::to_string(B) + " x " +
                   std::to_string(T) + ", " + std::to_string(out->accum) + " micro-batch(es) per rank and step, " +
-                  std::to_string(threads) + " thread(s) per rank";
+                  std::to_string(threads) + " thread(s) per rank, " + comm_dtype_name(dtype) + " gradients";
   out->shard_share.clear();
   double all = 0;
   for (const auto& p : gpt.params()) all += optimizer_cost_seconds(p, oc.ns_steps);
@@ -111,9 +95,9 @@ Projection project(const StepParts& p, int ranks, int ranks_per_node, const Link
   // over links much faster than the network on a real server), so the inter-node ring sets the time.
   const Link& l = x.nodes > 1 ? inter : intra;
   x.link = ranks == 1 ? "-" : (x.nodes > 1 ? inter.name : intra.name);
-  const double bytes = 4.0 * p.n_params, R = ranks;
+  const double R = ranks;
   auto ring = [&](double S) { return (R - 1) * l.alpha + (R - 1) / R * S / l.beta; };
-  const double t_rs = ranks > 1 ? ring(bytes) : 0, t_ag = ranks > 1 ? ring(bytes) : 0;
+  const double t_rs = ranks > 1 ? ring(p.grad_bytes * p.n_params) : 0, t_ag = ranks > 1 ? ring(4.0 * p.n_params) : 0;
   const double t_sync = ranks > 1 ? 3 * (R - 1) * l.alpha : 0;
   x.t_comm = t_rs + t_ag + t_sync;
   x.t_opt = p.t_opt * p.shard_share[std::min(ranks, 64) - 1];
@@ -130,8 +114,8 @@ std::string projection_table(const StepParts& p, const std::vector<Projection>& 
   std::string s;
   char buf[400];
   std::snprintf(buf, sizeof(buf), "measured here: %s\n  forward+backward %.1f ms per micro-batch, optimizer %.1f ms "
-                "per step (one rank, whole model), %.2fM params = %.1f MB of fp32 gradients\n",
-                p.describe.c_str(), 1e3 * p.t_fb, 1e3 * p.t_opt, p.n_params / 1e6, 4e-6 * p.n_params);
+                "per step (one rank, whole model), %.2fM params = %.1f MB of gradients\n",
+                p.describe.c_str(), 1e3 * p.t_fb, 1e3 * p.t_opt, p.n_params / 1e6, 1e-6 * p.grad_bytes * p.n_params);
   s += buf;
   std::snprintf(buf, sizeof(buf), "%6s %6s %9s %9s %9s %11s %11s %8s %12s  %s\n", "ranks", "nodes", "comm_ms",
                 "optim_ms", "step_ms", "tokens/s", "efficiency", "overlap", "(tokens/s)", "link");

@@ -10,13 +10,16 @@
 //   t_fb     forward + backward of one micro-batch (measured; ranks do not share cores)
 //   t_opt    the whole optimizer (Muon's Polar Express + AdamW) on one rank (measured); s(R) the largest share of
 //            its estimated cost any rank owns (dist/shard_plan.h), 1 for R = 1
-//   t_rs, t_ag  reduce-scatter of the fp32 gradients and all-gather of the fp32 weights, 4 N bytes each, ring:
+//   t_rs, t_ag  reduce-scatter of the gradients (4 N bytes, 2 N with train.comm_dtype = bf16) and all-gather of the
+//            fp32 weights (4 N bytes), ring:
 //            (R - 1) alpha + (R - 1)/R x 4N / beta, beta the node's network link once R spans nodes (collectives
 //            are hierarchical: reduced inside a node first, over links faster than the network), else the link
 //            between ranks on one node (shared memory)
 //   t_sync   the per-step liveness check, loss sum and stop decision: 3 small collectives, 3 (R - 1) alpha
-// The collectives run after the backward (no overlap, as built); `overlap` also gives the bound if the gradient
-// reduce-scatter were fully hidden behind the last micro-batch's backward (2/3 of t_fb).
+// t_step puts the collectives after the backward; `overlap` gives the bound if the gradient reduce-scatter were
+// fully hidden behind the last micro-batch's backward (2/3 of t_fb), which train.overlap_comm reaches only where
+// the exchange's work is not done by the computing core: a NIC moving the bytes (RDMA), or a spare core progressing
+// MPI. Over shared memory with one core per rank the copies and sums are that core's work (docs/distributed.md).
 // tokens/s = R A B T / t_step; efficiency = tokens/s over R x the one-rank tokens/s.
 #pragma once
 
@@ -33,6 +36,7 @@ struct StepParts {
   double t_fb = 0;   // s per micro-batch, forward + backward
   double t_opt = 0;  // s per optimizer step, the whole model on one rank
   int64_t n_params = 0, tokens_per_micro = 0, accum = 1;
+  double grad_bytes = 4;  // per parameter on the wire: 4 (fp32) or 2 (train.comm_dtype = bf16)
   std::vector<double> shard_share;  // s(R) for R = 1..64 (index R - 1)
   int threads = 1;
   std::string describe;  // the model and precision measured

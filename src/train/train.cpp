@@ -25,6 +25,7 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "dist/comm.h"
+#include "dist/grad_exchange.h"
 #include "dist/shard_plan.h"
 #include "model/gpt.h"
 #include "model/model_config.h"
@@ -129,6 +130,15 @@ ConfigSchema train_schema() {
   s.add_bool("train.shard_optimizer", true,
              "ranks > 1: each rank runs Muon/AdamW and keeps state for its share of the parameters (reduce-scatter "
              "+ all-gather); false: all-reduce and every rank updates everything");
+  s.add_bool("train.overlap_comm", false,
+             "ranks > 1: exchange the gradients in buckets of layers, each started during the backward as soon as "
+             "its gradients are final (false: the whole arena after the backward); same results either way");
+  s.add_float("train.comm_bucket_mb", 4.0,
+              "train.overlap_comm: gradient buckets of at least this many MB (whole parameters, contiguous in the "
+              "arena); each is one collective", {1e-6, 1e6});
+  s.add_string("train.comm_dtype", "fp32",
+               "ranks > 1: gradients travel as fp32 | bf16 (half the bytes: each rank's gradient rounded to bf16, "
+               "summed in fp32 by its owner; weights stay fp32; results then differ from one process's)");
   s.add_float("train.comm_timeout_seconds", 600.0,
               "ranks > 1: a rank that does not reach the gradient exchange (or a collective that does not end) "
               "within this time ends the job with an error naming it",
@@ -295,6 +305,38 @@ int affinity_cpus() {
   return CPU_COUNT(&set);
 }
 
+}  // namespace
+
+void time_random_steps(Gpt& gpt, Optimizer& opt, Precision prec, int B, int T, int64_t accum, int warmup, int steps,
+                       StepTimes* out) {
+  std::vector<int32_t> x(int64_t(B) * T), y(int64_t(B) * T);
+  uint64_t st = 0x9E3779B97F4A7C15ull;
+  const int64_t V = gpt.shape().vocab_size;
+  for (size_t i = 0; i < x.size(); i++) {
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = static_cast<int32_t>((st >> 33) % V);
+    y[i] = static_cast<int32_t>((st >> 13) % V);
+  }
+  out->fb.clear();
+  out->opt.clear();
+  for (int s = 0; s < warmup + steps; s++) {
+    auto t0 = Clock::now();
+    gpt.zero_grad();
+    for (int64_t a = 0; a < accum; a++) {
+      Tape tape;
+      tape.set_precision(prec);
+      Var loss = gpt.forward(tape, x.data(), y.data(), B, T);
+      tape.backward(loss, 1.0f / static_cast<float>(accum));
+    }
+    const double fb = since(t0);
+    auto t1 = Clock::now();
+    opt.step(1.0f, 0.85f, 0.0f);
+    if (s >= warmup) out->fb.push_back(fb), out->opt.push_back(since(t1));
+  }
+}
+
+namespace {
+
 // One training run, in named phases: set up (validate, reserve the run dir, build, resume), the steps, save,
 // evaluate, finish. Each failure point is handled in one phase; nothing computed is lost on the way out.
 //
@@ -350,6 +392,9 @@ class TrainRun {
   std::vector<float> stream_grads_;     // more than one stream on this rank: their gradients' running sum
   bool sharded_ = false;                // ranks > 1 with train.shard_optimizer
   ShardPlan plan_;
+  bool overlap_ = false;                // ranks > 1 with train.overlap_comm
+  CommDtype comm_dtype_ = CommDtype::kFp32;
+  GradExchange exchange_;
   double flops_per_token_ = 0, peak_ = 0;
   std::string peak_unit_;
   // Progress, restored on resume.
@@ -406,9 +451,11 @@ Status TrainRun::setup() {
   std::printf("precision: %s (train.precision = %s)\n", precision_name(prec_),
               cfg_.get_string("train.precision").c_str());
   if (comm_.distributed())
-    std::printf("ranks: %d x %d threads (mpirun); %d data streams; optimizer %s; comm timeout %.0fs\n", comm_.size(),
-                threads_, streams_, sharded_ ? ("sharded: " + plan_.describe()).c_str() : "replicated (all-reduce)",
-                comm_.timeout());
+    std::printf("ranks: %d x %d threads (mpirun); %d data streams; optimizer %s; gradients %s, %s; comm timeout "
+                "%.0fs\n", comm_.size(), threads_, streams_,
+                sharded_ ? ("sharded: " + plan_.describe()).c_str() : "replicated (all-reduce)",
+                comm_dtype_name(comm_dtype_),
+                overlap_ ? "in buckets during the backward" : "after the backward", comm_.timeout());
   const std::string ranks = comm_.distributed() ? " x " + std::to_string(comm_.size()) + " ranks" : "";
   std::printf("batch: %d x %d tokens x %lld accumulation%s = %lld tokens/step; flops/token %.3g; %s peak %.1f "
               "GFLOP/s (%s%d threads, %s)\n",
@@ -472,6 +519,7 @@ Status TrainRun::setup_local() {
   identity_ = RunIdentity::of(data_);
   FRONTIER_RETURN_IF_ERROR(data_.open_split("train", &train_shards_));
   FRONTIER_RETURN_IF_ERROR(resolve_precision(cfg_.get_string("train.precision"), &prec_));
+  FRONTIER_RETURN_IF_ERROR(parse_comm_dtype(cfg_.get_string("train.comm_dtype"), &comm_dtype_));
 
   // Refuse what cannot fit before allocating anything large (every rank on this host needs its share).
   mem_ = estimate_train_memory(shape_, B_, cfg_.get_int("eval.batch"));
@@ -504,6 +552,9 @@ Status TrainRun::setup_local() {
     plan_ = plan_optimizer_shards(gpt_->params(), R, oc.ns_steps);
     optim_->set_owned_range(plan_.lo(comm_.rank()), plan_.hi(comm_.rank()));
   }
+  overlap_ = comm_.distributed() && cfg_.get_bool("train.overlap_comm");
+  exchange_.init(&comm_, gpt_->grads().data(), static_cast<int64_t>(gpt_->grads().size()),
+                 sharded_ ? plan_.begin : std::vector<int64_t>(), comm_dtype_);
 
   for (int st = comm_.rank(); st < streams_; st += R) {
     LoaderConfig lc;
@@ -563,26 +614,10 @@ Status TrainRun::probe() {
   double t = cfg_.get_float("train.probe_step_seconds");
   probe_measured_ = t == 0;
   if (probe_measured_) {
-    std::vector<int32_t> x(int64_t(B_) * T_), y(int64_t(B_) * T_);
-    uint64_t st = 0x9E3779B97F4A7C15ull;
-    for (size_t i = 0; i < x.size(); i++) {
-      st = st * 6364136223846793005ull + 1442695040888963407ull;
-      x[i] = static_cast<int32_t>((st >> 33) % shape_.vocab_size);
-      y[i] = static_cast<int32_t>((st >> 13) % shape_.vocab_size);
-    }
+    StepTimes st;
+    time_random_steps(*gpt_, *optim_, prec_, B_, T_, accum_, 2, 5, &st);
     std::vector<double> times;
-    for (int s = 0; s < 7; s++) {
-      auto t0 = Clock::now();
-      gpt_->zero_grad();
-      for (int64_t a = 0; a < accum_; a++) {
-        Tape tape;
-        tape.set_precision(prec_);
-        Var loss = gpt_->forward(tape, x.data(), y.data(), B_, T_);
-        tape.backward(loss, 1.0f / static_cast<float>(accum_));
-      }
-      optim_->step(1.0f, 0.85f, 0.0f);
-      if (s >= 2) times.push_back(since(t0));
-    }
+    for (size_t i = 0; i < st.fb.size(); i++) times.push_back(st.fb[i] + st.opt[i]);
     std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
     t = times[times.size() / 2];
     FRONTIER_RETURN_IF_ERROR(comm_.bcast(&t, sizeof(t), "the probe's step time"));
@@ -786,14 +821,13 @@ void TrainRun::note_not_saved(const std::string& what, const Status& why) {
 }
 
 // After the micro-steps: the liveness check (a hung rank is named here), then the gradient sum over ranks, into
-// each owner's range (sharded) or everywhere (replicated), and the summed loss.
+// each owner's range (sharded) or everywhere (replicated), and the summed loss. With overlap most buckets are already
+// in flight (started during the backward, in the same order on every rank; the liveness check's collective follows
+// them on every rank, as MPI requires): this completes them and sends the rest.
 Status TrainRun::exchange_gradients(double* loss_sum) {
   if (!comm_.distributed()) return ok_status();
   FRONTIER_RETURN_IF_ERROR(comm_.arrive(step_, "the forward and backward"));
-  float* g = gpt_->grads().data();
-  if (sharded_) FRONTIER_RETURN_IF_ERROR(comm_.reduce_scatter_sum(g, plan_.counts(), "the gradient reduce-scatter"));
-  else FRONTIER_RETURN_IF_ERROR(comm_.allreduce_sum(g, static_cast<int64_t>(gpt_->grads().size()),
-                                                    "the gradient all-reduce"));
+  FRONTIER_RETURN_IF_ERROR(exchange_.finish());
   return comm_.allreduce_sum(loss_sum, 1, "the loss sum");
 }
 
@@ -837,7 +871,16 @@ Status TrainRun::run_steps() {
                              : nullptr);  // rank 0 speaks for the job
   comm_.reset_stats();
   const float grad_scale = 1.0f / static_cast<float>(accum_ * R);  // the mean over every rank's micro-batches
+  const int64_t bucket_bytes = static_cast<int64_t>(cfg_.get_float("train.comm_bucket_mb") * 1e6);
+  // Benchmarks (scripts/bench_dist.sh): alternate the exchange's form step by step, so that both forms are timed
+  // under the same (drifting) load of a shared machine: "overlap" (odd steps overlapped; results unchanged) or
+  // "bf16" (odd steps in bf16).
+  const char* alt_env = std::getenv("FRONTIER_BENCH_ALTERNATE");
+  const std::string alternate = alt_env && comm_.distributed() ? alt_env : "";
   while (true) {
+    if (alternate == "overlap") overlap_ = step_ % 2 == 1;
+    if (alternate == "bf16") comm_dtype_ = step_ % 2 == 1 ? CommDtype::kBf16 : CommDtype::kFp32;
+    if (alternate == "bf16") exchange_.set_dtype(comm_dtype_);
     auto t0 = Clock::now();
     double progress =
         max_steps > 0 ? static_cast<double>(step_) / max_steps : std::min(training_time_ / budget_, 1.0);
@@ -846,6 +889,12 @@ Status TrainRun::run_steps() {
     // computes the very floats that 2 ranks do (with more, MPI's reduction order may differ in the last bits).
     double loss_sum = 0;
     const int64_t k = static_cast<int64_t>(loaders_.size());
+    std::vector<float>& g = gpt_->grads();
+    // The last stream's gradient plus the others' sum, range by range (a bucket's range just before it is sent).
+    auto add_streams = [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; i++) g[i] = stream_grads_[i] + g[i];
+    };
+    if (comm_.distributed()) exchange_.begin_step(k > 1 ? std::function<void(int64_t, int64_t)>(add_streams) : nullptr);
     for (int64_t j = 0; j < k; j++) {
       gpt_->zero_grad();
       double stream_loss = 0;
@@ -854,17 +903,21 @@ Status TrainRun::run_steps() {
         Tape tape;
         tape.set_precision(prec_);
         Var loss = gpt_->forward(tape, x.data(), y.data(), B_, T_);
-        tape.backward(loss, grad_scale);
+        if (overlap_ && j == k - 1 && a + k >= accum_) {  // the step's last backward: buckets go as they are final
+          exchange_.plan_buckets(tape, bucket_bytes);
+          tape.backward(loss, grad_scale, [this](const Node& n) { exchange_.param_final(n); });
+        } else {
+          tape.backward(loss, grad_scale);
+        }
         stream_loss += tape.value(loss)[0];
       }
       loss_sum += stream_loss;
       if (k == 1) break;
-      std::vector<float>& g = gpt_->grads();
       if (j == 0) stream_grads_ = g;
-      else
+      else if (j < k - 1)
         for (size_t i = 0; i < g.size(); i++) stream_grads_[i] += g[i];
     }
-    if (k > 1) std::copy(stream_grads_.begin(), stream_grads_.end(), gpt_->grads().begin());
+    if (k > 1 && !comm_.distributed()) add_streams(0, static_cast<int64_t>(g.size()));
     if (step_ == kill_step) raise(SIGKILL);
     if (step_ == hang_step)
       while (true) pause();
@@ -903,7 +956,11 @@ Status TrainRun::run_steps() {
       nlohmann::json rec = {{"step", step_}, {"loss", loss_val_}, {"lr_mult", lr_mult}, {"momentum", momentum},
                             {"tokens_per_sec", tps}, {"mfu", mfu}, {"step_seconds", dt},
                             {"training_seconds", training_time_}, {"progress", progress}};
-      if (comm_.distributed()) rec["comm_seconds"] = comm_.stats().seconds;
+      if (comm_.distributed()) {
+        rec["comm_seconds"] = comm_.stats().seconds;  // since the start: inside MPI calls, waiting included
+        rec["overlap"] = overlap_;
+        rec["comm_dtype"] = comm_dtype_name(comm_dtype_);
+      }
       std::string line = rec.dump() + "\n";
       if (std::fputs(line.c_str(), log) < 0 || std::fflush(log) != 0)
         note_not_saved("log.jsonl", Status::error(std::string(std::strerror(errno)) + "; the log is incomplete"));

@@ -30,6 +30,7 @@
 namespace frontier {
 
 class Gpt;
+class Optimizer;
 class PreparedData;
 struct RunIdentity;
 
@@ -78,6 +79,16 @@ Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int
 // if id is given, the tokenizer and data identities it was trained with.
 Status load_trained_model(const std::string& ckpt_path, Config* cfg, std::unique_ptr<Gpt>* gpt,
                           RunIdentity* id = nullptr);
+
+// The speed of a training step, on random tokens (speed does not depend on the data): `warmup` untimed steps, then
+// `steps` timed ones, each zero_grad + accum forward/backward micro-batches (fb, seconds) and the optimizer (opt).
+// The probe budget mode (step = fb + opt) and `frontier scale project` (dist/scale_model.h) time steps with it.
+// The weights and optimizer state are changed: reset them after.
+struct StepTimes {
+  std::vector<double> fb, opt;  // per timed step
+};
+void time_random_steps(Gpt& gpt, Optimizer& opt, Precision prec, int B, int T, int64_t accum, int warmup, int steps,
+                       StepTimes* out);
 
 // An error naming the first NaN or infinite value of a checkpoint's weights.
 Status check_finite(const std::vector<float>& w, const std::string& path);
