@@ -151,9 +151,9 @@ ConfigSchema train_schema() {
 std::string TrainSummary::format() const {
   std::string out = "---\n";
   auto line = [&out](const char* key, const std::string& v) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%-18s", (std::string(key) + ":").c_str());
-    out += buf + v + "\n";
+    std::string k = std::string(key) + ":";
+    k.resize(std::max<size_t>(18, k.size() + 1), ' ');  // aligned, and a space after the longest keys too
+    out += k + v + "\n";
   };
   auto num = [](const char* f, double v) {
     char buf[64];
