@@ -28,13 +28,8 @@ std::string big_dataset() {
     std::string d = make_temp_dir("advise_data");
     std::string jsonl;
     uint32_t x = 11;
-    auto rnd = [&x] { return (x = x * 1103515245u + 12345u) >> 16; };
-    std::vector<std::string> words;
-    for (int i = 0; i < 400; i++) {
-      std::string w;
-      for (int k = 0; k < 2 + static_cast<int>(rnd() % 7); k++) w.push_back(static_cast<char>('a' + rnd() % 26));
-      words.push_back(w);
-    }
+    auto rnd = [&x] { return lcg_next(&x); };
+    std::vector<std::string> words = random_words(&x, 400);
     for (int i = 0; i < 6000; i++) {
       std::string doc;
       for (int w = 0; w < 60 + i % 80; w++) doc += std::string(w ? " " : "") + words[(rnd() % 400) * (rnd() % 2) + rnd() % 40];

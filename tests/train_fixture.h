@@ -33,6 +33,18 @@ inline void prepare_400(const std::string& dir, const std::string& jsonl, const 
   if (!s.ok()) ADD_FAILURE() << "preparing the test dataset in " << dir << " failed: " << s.message();
 }
 
+// The test corpora's random numbers and words: an LCG, and n lowercase words of 2-8 letters drawn from it.
+inline uint32_t lcg_next(uint32_t* x) { return (*x = *x * 1103515245u + 12345u) >> 16; }
+inline std::vector<std::string> random_words(uint32_t* x, int n) {
+  std::vector<std::string> words;
+  for (int i = 0; i < n; i++) {
+    std::string w;
+    for (int k = 0; k < 2 + static_cast<int>(lcg_next(x) % 7); k++) w.push_back(static_cast<char>('a' + lcg_next(x) % 26));
+    words.push_back(w);
+  }
+  return words;
+}
+
 // A prepared dataset with a 400-token vocabulary, built once per test process.
 inline std::string dataset() {
   static std::string dir = [] {
@@ -40,13 +52,8 @@ inline std::string dataset() {
     g_dataset_dir = d;
     std::string jsonl;
     uint32_t x = 7;
-    auto rnd = [&x] { return (x = x * 1103515245u + 12345u) >> 16; };
-    std::vector<std::string> words;  // a 300-word vocabulary of random lowercase words
-    for (int i = 0; i < 300; i++) {
-      std::string w;
-      for (int k = 0; k < 2 + static_cast<int>(rnd() % 7); k++) w.push_back(static_cast<char>('a' + rnd() % 26));
-      words.push_back(w);
-    }
+    auto rnd = [&x] { return lcg_next(&x); };
+    std::vector<std::string> words = random_words(&x, 300);  // a 300-word vocabulary
     for (int i = 0; i < 300; i++) {
       std::string doc;
       for (int w = 0; w < 40 + i % 50; w++) doc += std::string(w ? " " : "") + words[rnd() % 300];
