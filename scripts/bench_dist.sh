@@ -10,6 +10,11 @@
 #      drifts: adjacent steps compare), REPEATS runs; each prints `uptime`'s load.
 #   tcp: `scale comm` and the 2-rank step with OpenMPI forced over TCP on loopback (pml ob1, btl self,tcp, lo),
 #      interleaved with shared-memory runs, and the scale model's prediction for that link.
+#   net: two hosts emulated on this machine: rank 1's OpenMPI daemon runs in a network namespace (its own network
+#      stack and hostname) joined to this one by a veth pair and started by a stand-in for ssh (plm_rsh_agent), as
+#      mpirun starts daemons on the hosts of a hostfile; tc (tbf) shapes the link to each of NET_RATES (default
+#      "1gbit 5gbit"). For each rate: `scale comm` over that link, 2-rank runs with the exchange after the backward
+#      and overlapped, and the scale model's prediction with the measured link. Needs root (ip netns, tc).
 # Usage: scripts/bench_dist.sh [DEPTH=4] [STEPS=30] [PARTS="base ab tcp"] [REPEATS=3] > docs/bench-dist-DATE.txt
 # (needs data/default: quickstart; FRONTIER_BIN overrides build/frontier)
 set -euo pipefail
@@ -21,7 +26,9 @@ REPEATS="${4:-3}"
 F="${FRONTIER_BIN:-build/frontier}"
 DATA="${FRONTIER_BENCH_DATA:-data/default}"
 OUT=$(mktemp -d /tmp/frontier_bench_dist_XXXXXX)
-trap 'rm -rf "$OUT"' EXIT
+NS=frontier_bench_ns
+net_down() { ip netns del "$NS" 2>/dev/null || true; ip link del fbench0 2>/dev/null || true; }
+trap 'rm -rf "$OUT"; [[ " $PARTS " == *" net "* ]] && net_down' EXIT
 ROOT_FLAG=()
 [ "$(id -u)" = 0 ] && ROOT_FLAG=(--allow-run-as-root)
 COMMON=(--data "$DATA" --budget 100000 --set model.depth="$DEPTH" --set train.max_steps="$STEPS" --set model.seq_len=512 --set train.micro_batch=8
@@ -109,4 +116,45 @@ done
 echo
 echo "### the scale model with the TCP link measured above (its 2-rank row is the prediction for tcp-*)"
 "$F" scale project --set model.depth="$DEPTH" --comm "$OUT/comm-tcp.json" --threads 1
+fi
+
+if [[ " $PARTS " == *" net "* ]]; then
+echo
+echo "## two emulated hosts: rank 1 in a network namespace behind a veth pair shaped by tc, OpenMPI over TCP"
+net_down
+ip netns add "$NS"
+ip link add fbench0 type veth peer name fbench1
+ip link set fbench1 netns "$NS"
+ip addr add 10.77.7.1/24 dev fbench0 && ip link set fbench0 up
+ip netns exec "$NS" ip addr add 10.77.7.2/24 dev fbench1
+ip netns exec "$NS" ip link set fbench1 up
+ip netns exec "$NS" ip link set lo up
+# The stand-in for ssh: mpirun calls it as `agent HOST COMMAND` for every host but its own; it starts the daemon in
+# the namespace under its own hostname (so Frontier counts 2 hosts).
+cat >"$OUT/agent.sh" <<AGENT
+#!/bin/bash
+shift
+exec ip netns exec $NS unshare --uts bash -c "hostname frontier-host2; \$*"
+AGENT
+chmod +x "$OUT/agent.sh"
+printf "10.77.7.1 slots=1\n10.77.7.2 slots=1\n" >"$OUT/hosts"
+# Both "hosts" share this machine's cores: --bind-to none, or OpenMPI binds each host's one rank to core 0.
+NET=(--bind-to none --hostfile "$OUT/hosts" --mca plm_rsh_agent "$OUT/agent.sh" --mca pml ob1 --mca btl self,tcp
+     --mca btl_tcp_if_include 10.77.7.0/24 --mca oob_tcp_if_include 10.77.7.0/24)
+for rate in ${NET_RATES:-1gbit 5gbit}; do
+  for dev in fbench0 "$NS:fbench1"; do
+    if [[ $dev == *:* ]]; then ip netns exec "$NS" tc qdisc replace dev "${dev#*:}" root tbf rate "$rate" burst 1mb latency 100ms
+    else tc qdisc replace dev "$dev" root tbf rate "$rate" burst 1mb latency 100ms; fi
+  done
+  echo
+  echo "### link shaped to $rate each way ($(uptime | sed 's/.*load/load/'))"
+  mpirun -q "${ROOT_FLAG[@]}" "${NET[@]}" -np 2 "$F" scale comm --max-mb 64 --json "$OUT/comm-$rate.json"
+  for i in $(seq 1 "$REPEATS"); do
+    two_ranks "net-$rate-after-$i" "${NET[@]}" -- --set train.overlap_comm=false
+    two_ranks "net-$rate-overlap-$i" "${NET[@]}" -- --set train.overlap_comm=true
+  done
+  echo "#### the scale model with the link measured above (its 2-rank row is the prediction for net-$rate-*)"
+  "$F" scale project --set model.depth="$DEPTH" --comm "$OUT/comm-$rate.json" --threads 1
+done
+net_down
 fi

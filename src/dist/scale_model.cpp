@@ -81,7 +81,7 @@ Status link_from_comm_bench(const nlohmann::json& comm, Link* out) {
   out->alpha = small_t / (R - 1);
   out->beta = big_bw * 1e9;
   char buf[128];
-  std::snprintf(buf, sizeof(buf), "measured: %s, %d ranks (alpha %.1f us, beta %.1f GB/s)",
+  std::snprintf(buf, sizeof(buf), "measured: %s, %d ranks (alpha %.1f us, beta %.3g GB/s)",
                 comm.value("hosts", std::string("?")).c_str(), R, out->alpha * 1e6, out->beta / 1e9);
   out->name = buf;
   return ok_status();
