@@ -191,6 +191,12 @@ static int run_main(int argc, char** argv) {
   prep->add_option("--text-column", po.text_column,
                    "The Parquet column (or JSON Lines field) that holds each document")
       ->capture_default_str();
+  prep->add_option("--max-doc-bytes", po.max_doc_bytes,
+                   "Split documents longer than this many bytes at paragraph / line / sentence boundaries, each "
+                   "piece its own document (the loader keeps only a document's first row of T tokens when it "
+                   "crops); 0 = whole documents; -1 = 1024 for the built-in corpus, 0 for --train inputs")
+      ->check(CLI::Range(int64_t(-1), int64_t(1) << 40))
+      ->capture_default_str();
   prep->add_option("--threads", po.threads, "Threads (0 = all cores)")
       ->check(number_in(0))
       ->capture_default_str();
@@ -432,6 +438,11 @@ static int run_main(int argc, char** argv) {
                                             "(predicted vs measured); the advice is the best measured (0: the best "
                                             "predicted)")
       ->check(CLI::Range(0, 64))->capture_default_str();
+  ad->add_option("--lr-scales", ao.lr_scales, "Train the best measured shape again with the base's learning rates "
+                 "times each of these (comma-separated; 1 alone: none) and advise the best measured")
+      ->check(CLI::Range(1e-3, 1e3))
+      ->delimiter(',')
+      ->capture_default_str();
   ad->add_option("--compare", ao.compare, "Configs to train at the full budget beside the advice, repeatable");
   ad->add_option("--depths", ao.depths, "Candidate depths")->check(CLI::Range(1, 64))->delimiter(',')
       ->capture_default_str();

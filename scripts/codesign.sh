@@ -4,7 +4,10 @@
 # and the chart. Every training run is in probe mode with the advisor's step time (a loaded machine slows the runs
 # but does not change their results); the step times themselves should be measured on a quiet machine (the cache
 # $FRONTIER_CACHE/advise/speed.json keeps them: delete it to measure again).
-# Usage: scripts/codesign.sh [WIKI=data/wiki] [DEFAULT=data/default]   (about 70 minutes on 2 cores from cold)
+# WIKI is prepared here if it is not: the 8 Wikipedia shards of ../shared/data (train wiki_00-06, validation
+# wiki_07) with --max-doc-bytes 2048 (whole articles, 3,900 tokens on average, would give the loader only their first
+# row: README "Default corpus").
+# Usage: scripts/codesign.sh [WIKI=data/wiki] [DEFAULT=data/default]   (about 90 minutes on 2 cores from cold)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WIKI="${1:-data/wiki}"
@@ -12,6 +15,10 @@ DEF="${2:-data/default}"
 F=build/frontier
 OUT=docs/codesign
 mkdir -p "$OUT"
+SH="${FRONTIER_SHARED:-../shared}/data/corpus/wikipedia-en-2015"
+[ -f "$WIKI/manifest.json" ] || "$F" prepare --train "$SH/wiki_0[0-6].jsonl.zst" --val "$SH/wiki_07.jsonl.zst" \
+    --max-doc-bytes 2048 --out "$WIKI"
+[ -f "$DEF/manifest.json" ] || "$F" prepare --out "$DEF"
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 # The default corpus first: the advice for the quick start's 60 s, which configs/tiny.toml holds.
 "$F" advise --budget 60 --data "$DEF" --base configs/tiny.toml --out "$OUT/default-60.toml" --validate 1 \

@@ -133,34 +133,51 @@ TEST(Advise, EndToEndThenFromTheCache) {
     EXPECT_GT(p["val_bpb"].get<double>(), 0.5) << p.dump();
     EXPECT_EQ(p["tokens"].get<int64_t>(), p["steps"].get<int64_t>() * 4 * p["seq_len"].get<int64_t>()) << p.dump();
   }
-  // The best candidate of each sequence length (3 rows), the advice (the best measured of them), the compared base.
+  // The best candidate of each sequence length (3 rows), the best of them at learning rates x 0.5 and x 2 (2 rows),
+  // the advice (the best measured of the 5), the compared base.
   auto v = read_jsonl(recipe_dir + "/validations.jsonl");
-  ASSERT_EQ(v.size(), 5u) << r.out;
-  double best = 1e9;
-  int advice = -1;
-  for (int i = 0; i < 5; i++) {
+  ASSERT_EQ(v.size(), 7u) << r.out;
+  double best = 1e9, best_scale = 1;
+  int advice = -1, scaled = 0;
+  for (int i = 0; i < 7; i++) {
     if (v[i].value("advice", false)) advice = i;
-    else if (v[i]["label"].get<std::string>().rfind("depth ", 0) == 0) best = std::min(best, v[i]["val_bpb"].get<double>());
+    else if (v[i]["label"].get<std::string>().rfind("depth ", 0) == 0 && v[i]["val_bpb"].get<double>() < best)
+      best = v[i]["val_bpb"].get<double>(), best_scale = v[i].value("lr_scale", 1.0);
+    if (v[i].contains("lr_scale") && !v[i].value("advice", false)) {
+      scaled++;
+      EXPECT_EQ(v[i]["shape"], v[i > 0 ? i - 1 : 0]["shape"]) << "the scaled runs train one shape: " << v[i].dump();
+    }
     // Probe mode with the advisor's step time: the run trains exactly budget / step time steps.
     if (v[i].contains("steps")) {
       EXPECT_EQ(v[i]["steps"].get<int64_t>(), static_cast<int64_t>(3.0 / v[i]["step_s"].get<double>())) << v[i].dump();
     }
   }
-  ASSERT_EQ(advice, 3) << r.out;
-  EXPECT_EQ(v[3]["val_bpb"].get<double>(), best) << v[3].dump();
-  EXPECT_EQ(v[3]["label"].get<std::string>().rfind("advised (depth", 0), 0u) << v[3].dump();
-  EXPECT_NE(v[4]["label"].get<std::string>().find("base.toml"), std::string::npos) << v[4].dump();
-  EXPECT_TRUE(v[4].contains("predicted")) << v[4].dump();  // the base is inside the model (T 32, same recipe)
+  EXPECT_EQ(scaled, 2) << r.out;
+  EXPECT_NE(r.out.find("learning rates x 0.5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("learning rates x 2"), std::string::npos) << r.out;
+  ASSERT_EQ(advice, 5) << r.out;
+  EXPECT_EQ(v[5]["val_bpb"].get<double>(), best) << v[5].dump();
+  EXPECT_EQ(v[5].value("lr_scale", 1.0), best_scale) << v[5].dump();
+  EXPECT_EQ(v[5]["label"].get<std::string>().rfind("advised (depth", 0), 0u) << v[5].dump();
+  EXPECT_NE(v[6]["label"].get<std::string>().find("base.toml"), std::string::npos) << v[6].dump();
+  EXPECT_TRUE(v[6].contains("predicted")) << v[6].dump();  // the base is inside the model (T 32, same recipe)
   std::string advised;
   ASSERT_TRUE(read_file(d + "/advice.toml", &advised).ok());
   EXPECT_NE(advised.find("Measured here at the full budget: val_bpb"), std::string::npos) << advised;
+  // A scaled winner writes its rates (the base's times the scale); the base's rates are the defaults' otherwise.
+  EXPECT_EQ(advised.find("matrix_lr") != std::string::npos, best_scale != 1.0) << advised;
+  if (best_scale != 1.0) {
+    char want[64];
+    std::snprintf(want, sizeof(want), "matrix_lr = %g", 0.02 * best_scale);
+    EXPECT_NE(advised.find(want), std::string::npos) << advised;
+  }
 
   // The same again: every full-budget run is found in the record, nothing is trained.
   r = run_cmd(cmd + "--validate 1 --compare " + base);
   ASSERT_EQ(r.rc, 0) << r.out;
   size_t reused = 0;
   for (size_t p = r.out.find("[recorded before"); p != std::string::npos; p = r.out.find("[recorded before", p + 1)) reused++;
-  EXPECT_EQ(reused, 4u) << r.out;
+  EXPECT_EQ(reused, 6u) << r.out;
 
   // Again, for another budget inside the same range: nothing is measured or trained again before the fit.
   r = run_cmd(cmd + "--validate 0");

@@ -17,6 +17,7 @@
 #include "autograd/buffer_pool.h"
 #include "calibrate/calibrate.h"
 #include "data/dataset.h"
+#include "data/loader.h"
 #include "data/default_corpus.h"
 #include "dist/scale_model.h"
 #include "kernels/isa.h"
@@ -110,6 +111,7 @@ struct Advisor {
   std::string data_dir, cache_dir, recipe_dir, machine, bin;
   int threads = 0, vocab = 0;
   int64_t train_tokens = 0;
+  std::map<int, double> used_share;  // T -> share of the train split's tokens the loader's rows hold (the rest cropped)
   Precision prec = Precision::kFp32;
   Calibration cal;
   double peak = 0;
@@ -126,11 +128,12 @@ struct Advisor {
   Status sweep();
   Status fit();
   void predict();
-  Status write_advice(const Candidate& pick, double measured, const std::string& how);
+  Status write_advice(const Candidate& pick, double measured, const std::string& how, double lr_scale = 1.0);
   Status validate(const std::vector<const Candidate*>& picks, std::vector<double>* measured);
   Status compare();
   Status run_at_budget(const std::string& label, const std::string& config, const Candidate* c, double step_s,
-                       double predicted, double* measured);
+                       double predicted, double* measured, double lr_scale = 1.0);
+  std::map<std::string, std::string> lr_sets(double scale) const;
   Status append_validation(const json& row);
   Config candidate_config(const Candidate& c) const;
   std::map<std::string, std::string> candidate_sets(const Candidate& c) const;
@@ -151,6 +154,26 @@ Status Advisor::setup() {
   const json& m = data.manifest();
   train_tokens = m["splits"]["train"]["tokens"].get<int64_t>();
   vocab = m["tokenizer"]["vocab_size"].get<int>();
+  // What a pass over the data gives a run at each sequence length: the best-fit loader crops a document that fits
+  // no row and discards its tail, so long documents give only their first T + 1 tokens. Measured by running the
+  // loader (up to 20,000 rows of the first epoch): rows' tokens / (rows' tokens + discarded tails).
+  {
+    std::vector<Shard> shards;
+    FRONTIER_RETURN_IF_ERROR(data.open_split("train", &shards));
+    for (int T : o.seq_lens) {
+      BestFitLoader l;
+      LoaderConfig lc;
+      lc.B = 1;
+      lc.T = T;
+      lc.seed = static_cast<uint64_t>(base.get_int("train.seed"));
+      lc.min_one_batch = false;
+      FRONTIER_RETURN_IF_ERROR(l.init(shards, lc));
+      std::vector<int32_t> x(T), y(T);
+      for (int r = 0; r < 20000 && l.epoch() == 0; r++) l.next(x.data(), y.data());
+      const double kept = double(l.tokens_emitted()), lost = double(l.tokens_cropped());
+      used_share[T] = kept + lost > 0 ? kept / (kept + lost) : 1.0;
+    }
+  }
   if (base.get_int("model.vocab_size") != 0 && base.get_int("model.vocab_size") != vocab)
     return Status::error(o.base + " sets model.vocab_size = " + std::to_string(base.get_int("model.vocab_size")) +
                          " but " + data_dir + " has " + std::to_string(vocab) + " tokens: set it to 0 (the data's)");
@@ -185,6 +208,9 @@ Status Advisor::setup() {
     recipe += k + "=" + ss.str() + "\n";
   }
   recipe += "precision=" + std::string(precision_name(prec)) + "\n";
+  // How val_bpb is scored: points measured before it scored every document's whole text (data/val_windows.h)
+  // scored another text per sequence length, and must not be mixed with these.
+  recipe += "val_bpb=windows\n";
   const std::string fp = m.value("fingerprint", std::string("nofingerprint"));
   recipe_dir = cache_dir + "/" + fp.substr(0, 12) + "-" + sha256_hex(recipe).substr(0, 12);
   FRONTIER_RETURN_IF_ERROR(make_dirs(recipe_dir));
@@ -228,6 +254,9 @@ Status Advisor::setup() {
   }
   std::printf("advise: budget %.0f s on %s (%s train tokens, vocabulary %d), base %s\n", o.budget, data_dir.c_str(),
               si(double(train_tokens)).c_str(), vocab, o.base.c_str());
+  std::printf("advise: a pass over the data gives the loader's rows");
+  for (const auto& [T, share] : used_share) std::printf(" %.0f%% (T %d)", 100 * share, T);
+  std::printf(" of those tokens (a document cropped to fit a row loses its tail)\n");
   std::printf("advise: machine %s; peak %.0f GFLOP/s (%s)", machine.c_str(), peak, peak_src.c_str());
   if (cal.mem_gbs > 0)
     std::printf(", memory %.1f GB/s: ridge %.0f FLOP/byte", cal.mem_gbs, peak / cal.mem_gbs);
@@ -256,6 +285,14 @@ std::map<std::string, std::string> Advisor::candidate_sets(const Candidate& c) c
           {"model.vocab_size", std::to_string(vocab)},
           {"train.threads", std::to_string(threads)},
           {"train.checkpoint_every_seconds", "0"}};
+}
+
+// The base's four learning rates times scale (the candidates' runs keep the base's ratios between them).
+std::map<std::string, std::string> Advisor::lr_sets(double scale) const {
+  std::map<std::string, std::string> sets;
+  for (const char* k : {"optim.matrix_lr", "optim.embedding_lr", "optim.unembedding_lr", "optim.scalar_lr"})
+    sets[k] = fmt("%.9g", base.get_float(k) * scale);
+  return sets;
 }
 
 std::string Advisor::speed_key(int depth, int T, int B) const {
@@ -304,9 +341,13 @@ Status Advisor::measure_speeds() {
     if (c.steps < kMinSteps) {
       c.excluded = "only " + std::to_string(c.steps) + " steps in the budget (fewer than " +
                    std::to_string(kMinSteps) + ")";
-    } else if (c.tokens > train_tokens) {
-      c.excluded = "would train on its data " + fmt("%.2f", double(c.tokens) / train_tokens) +
-                   " times (repeating documents); prepare more text";
+    } else if (c.tokens > used_share[c.T] * train_tokens) {
+      c.excluded = "would train on its data " + fmt("%.2f", double(c.tokens) / (used_share[c.T] * train_tokens)) +
+                   " times (repeating documents" +
+                   (used_share[c.T] < 0.95 ? fmt("; at T %.0f the loader uses ", c.T) +
+                                                 fmt("%.0f%% of the split's tokens", 100 * used_share[c.T])
+                                           : std::string()) +
+                   "); prepare more text";
     }
   }
   if (o.budget < fastest)
@@ -317,10 +358,11 @@ Status Advisor::measure_speeds() {
   for (const auto& c : cands) any = any || c.excluded.empty();
   if (!any) {
     for (const auto& c : cands)
-      if (c.tokens > train_tokens)
+      if (c.tokens > used_share[c.T] * train_tokens)
         return Status::error("the dataset " + data_dir + " (" + si(double(train_tokens)) + " train tokens) is too "
                              "small for " + fmt("%g", o.budget) + " s: every candidate would repeat it (the "
-                             "fastest would see it " + fmt("%.1f", double(c.tokens) / train_tokens) +
+                             "fastest would see it " +
+                             fmt("%.1f", double(c.tokens) / (used_share[c.T] * train_tokens)) +
                              " times); prepare more text or lower --budget");
     return Status::error("a budget of " + fmt("%g", o.budget) + " s gives every candidate fewer than " +
                          std::to_string(kMinSteps) + " steps: give --budget at least " +
@@ -475,10 +517,12 @@ void Advisor::predict() {
   }
 }
 
-Status Advisor::write_advice(const Candidate& p, double measured, const std::string& how) {
+Status Advisor::write_advice(const Candidate& p, double measured, const std::string& how, double lr_scale) {
   ConfigSchema schema = train_schema();
   Config defaults = schema.defaults(), diff;
   Config cc = candidate_config(p);
+  if (lr_scale != 1.0)
+    for (const auto& [k, v] : lr_sets(lr_scale)) cc.set(k, std::stod(v));
   cc.set("model.vocab_size", int64_t(0));  // the data's
   for (const auto& [k, v] : cc.values()) {
     bool always = k == "model.depth" || k == "model.seq_len" || k == "train.micro_batch" || k == "train.data" ||
@@ -492,16 +536,19 @@ Status Advisor::write_advice(const Candidate& p, double measured, const std::str
                 "# depth %d -> dim %d, %d head(s); seq_len %d, %d sequences per step (%d tokens), no accumulation.\n"
                 "# Measured here: %.4f s per step, %.0f tokens/s (MFU %.0f%%), so %lld steps and %s tokens in the "
                 "budget,\n# %.1f tokens per non-embedding parameter (%s). Predicted val_bpb %.4f (the loss model's "
-                "leave-one-out\n# error: rms %.4f, max %.4f). Learning rates, warmdown and precision are %s's.\n",
+                "leave-one-out\n# error: rms %.4f, max %.4f). Warmdown and precision are %s's%s.\n",
                 o.budget, data_dir.c_str(), machine.c_str(), p.depth, p.dim, p.n_head, p.T, p.B, p.B * p.T,
                 p.step_s, p.tokens_per_s(), 100 * mfu, static_cast<long long>(p.steps),
                 si(double(p.tokens)).c_str(), p.tokens / p.n_ne, si(p.n_ne).c_str(), p.predicted, model.loo_rmse,
-                model.loo_max, o.base.c_str());
+                model.loo_max, o.base.c_str(),
+                lr_scale == 1.0 ? "; so are its learning rates"
+                                : fmt("; its learning rates x %g (measured best)", lr_scale).c_str());
   std::string text = head;
   if (measured > 0) text += "# Measured here at the full budget: val_bpb " + fmt("%.4f", measured) + " (" + how + ").\n";
   FRONTIER_RETURN_IF_ERROR(write_file_atomic(o.out, text + diff.to_toml()));
-  std::printf("\nadvice: %s, seq_len %d, micro_batch %d: predicted val_bpb %.4f%s; written to %s\n",
-              p.label().c_str(), p.T, p.B, p.predicted,
+  std::printf("\nadvice: %s%s, seq_len %d, micro_batch %d: predicted val_bpb %.4f%s; written to %s\n",
+              p.label().c_str(), lr_scale == 1.0 ? "" : fmt(", learning rates x %g", lr_scale).c_str(), p.T, p.B,
+              p.predicted,
               measured > 0 ? (", measured " + fmt("%.4f", measured) + " (" + how + ")").c_str() : "", o.out.c_str());
   return ok_status();
 }
@@ -524,9 +571,10 @@ std::string row_shape(const json& r) {
 // that the prediction and the run see the same number of steps. A run of the same config, shape, budget and step
 // time recorded before is not trained again (probe mode makes it the same run): its val_bpb is reused.
 Status Advisor::run_at_budget(const std::string& label, const std::string& config, const Candidate* c,
-                              double step_s, double predicted, double* measured) {
+                              double step_s, double predicted, double* measured, double lr_scale) {
   *measured = 0;
   const std::string shape = c != nullptr ? c->label() : "";
+  const std::string scale_key = lr_scale == 1.0 ? "" : fmt(" lr x %.9g", lr_scale);  // rows before it have none
   const int64_t steps = static_cast<int64_t>(o.budget / step_s);
   std::printf("validate  %-28s %6lld steps ... ", label.c_str(), static_cast<long long>(steps));
   std::fflush(stdout);
@@ -536,7 +584,8 @@ Status Advisor::run_at_budget(const std::string& label, const std::string& confi
     for (std::string line; std::getline(in, line);) {
       json r = json::parse(line, nullptr, false);
       if (!r.is_object() || r.value("config", std::string()) != config || r.value("budget", 0.0) != o.budget ||
-          std::fabs(r.value("step_s", 0.0) / step_s - 1) > 1e-9 || row_shape(r) != shape || r.value("advice", false))
+          std::fabs(r.value("step_s", 0.0) / step_s - 1) > 1e-9 || row_shape(r) != shape || r.value("advice", false) ||
+          r.value("lr_scale", 1.0) != lr_scale)
         continue;
       *measured = r.value("val_bpb", 0.0);
     }
@@ -550,11 +599,14 @@ Status Advisor::run_at_budget(const std::string& label, const std::string& confi
     ro.frontier_bin = bin;
     std::map<std::string, std::string> sets;
     if (c != nullptr) sets = candidate_sets(*c);
+    if (lr_scale != 1.0)
+      for (const auto& [k, v] : lr_sets(lr_scale)) sets[k] = v;
     sets["train.budget_mode"] = "probe";
     sets["train.probe_step_seconds"] = fmt("%.9g", step_s);
     sets["train.threads"] = std::to_string(threads);
     sets["train.checkpoint_every_seconds"] = "0";
-    dir = recipe_dir + "/validate/" + sha256_hex(config + shape + fmt("%.9g", step_s) + fmt("%.0f", o.budget)).substr(0, 12);
+    dir = recipe_dir + "/validate/" +
+          sha256_hex(config + shape + scale_key + fmt("%.9g", step_s) + fmt("%.0f", o.budget)).substr(0, 12);
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     TrialResult r = run_trial(ro, sets, o.budget, static_cast<uint64_t>(base.get_int("train.seed")), dir);
@@ -569,6 +621,7 @@ Status Advisor::run_at_budget(const std::string& label, const std::string& confi
               {"step_s", step_s}, {"val_bpb", r.val_bpb}, {"machine", machine}, {"data", data_dir},
               {"when", static_cast<int64_t>(std::time(nullptr))}};
     if (predicted > 0) v["predicted"] = predicted;
+    if (lr_scale != 1.0) v["lr_scale"] = lr_scale;
     FRONTIER_RETURN_IF_ERROR(append_validation(v));
   }
   std::string pred = predicted > 0 ? fmt("predicted %.4f, ", predicted) : "";
@@ -693,13 +746,29 @@ Status run_advise(const AdviseOptions& o) {
   if (best == picks.size()) {
     FRONTIER_RETURN_IF_ERROR(a.write_advice(*order[0], 0, ""));
   } else {
-    const std::string how = "the best measured of " + std::to_string(picks.size()) + " trained at the full budget";
-    FRONTIER_RETURN_IF_ERROR(a.write_advice(*picks[best], measured[best], how));
-    FRONTIER_RETURN_IF_ERROR(a.append_validation(
-        {{"label", "advised (" + picks[best]->label() + ")"}, {"shape", picks[best]->label()}, {"advice", true},
-         {"config", o.base}, {"budget", o.budget}, {"step_s", picks[best]->step_s}, {"val_bpb", measured[best]},
-         {"predicted", picks[best]->predicted}, {"data", a.data_dir}, {"machine", a.machine},
-         {"when", static_cast<int64_t>(std::time(nullptr))}}));
+    // The learning rate: the best measured shape again at each multiple of the base's rates.
+    double best_bpb = measured[best], best_scale = 1.0;
+    int runs = static_cast<int>(picks.size());
+    if (!o.lr_scales.empty())
+      std::printf("\ntraining %s at the full budget with the base's learning rates scaled\n",
+                  picks[best]->label().c_str());
+    for (double sc : o.lr_scales) {
+      if (sc == 1.0) continue;
+      double m = 0;
+      FRONTIER_RETURN_IF_ERROR(a.run_at_budget(picks[best]->label() + fmt(", learning rates x %g", sc), o.base,
+                                               picks[best], picks[best]->step_s, 0, &m, sc));
+      runs++;
+      if (m > 0 && m < best_bpb) best_bpb = m, best_scale = sc;
+    }
+    const std::string how = "the best measured of " + std::to_string(runs) + " trained at the full budget";
+    FRONTIER_RETURN_IF_ERROR(a.write_advice(*picks[best], best_bpb, how, best_scale));
+    const std::string lr_note = best_scale == 1.0 ? "" : fmt(", learning rates x %g", best_scale);
+    json row = {{"label", "advised (" + picks[best]->label() + lr_note + ")"}, {"shape", picks[best]->label()},
+                {"advice", true}, {"config", o.base}, {"budget", o.budget}, {"step_s", picks[best]->step_s},
+                {"val_bpb", best_bpb}, {"predicted", picks[best]->predicted}, {"data", a.data_dir},
+                {"machine", a.machine}, {"when", static_cast<int64_t>(std::time(nullptr))}};
+    if (best_scale != 1.0) row["lr_scale"] = best_scale;
+    FRONTIER_RETURN_IF_ERROR(a.append_validation(row));
   }
   FRONTIER_RETURN_IF_ERROR(a.compare());
   return ok_status();

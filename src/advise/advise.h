@@ -24,8 +24,12 @@
 // recorded before (same config, shape, budget, step time) is reused, not repeated. validations.jsonl keeps them
 // all, with one "advice" row per decision, which --chart draws.
 //
-// Not searched (the base config's values are kept and printed): learning rates, warmdown, batch in sequences,
-// head_dim, precision. `frontier research` tunes those around the advised shape.
+// Learning rate: the best measured shape is trained again with the base's four learning rates (optim.matrix_lr,
+// embedding_lr, unembedding_lr, scalar_lr) all scaled by each of --lr-scales (default 0.5 and 2), and the advice
+// is the best measured of all; the loss model does not predict these (its sweep ran at the base's rates).
+//
+// Not searched (the base config's values are kept and printed): the learning rates' ratios, warmdown, batch in
+// sequences, head_dim, precision. `frontier research` tunes those around the advised shape.
 #pragma once
 
 #include <string>
@@ -45,6 +49,7 @@ struct AdviseOptions {
   std::vector<std::string> compare;     // configs trained at the full budget beside them
   std::vector<int> depths = {1, 2, 3, 4, 5, 6, 8};
   std::vector<int> seq_lens = {128, 256, 512};
+  std::vector<double> lr_scales = {0.5, 2.0};  // the best measured shape again at these multiples of the base's LRs
   std::string frontier_bin;             // runs the sweep and validation (default /proc/self/exe)
   bool no_sweep = false;                // fit the cached sweep points only (e.g. to extrapolate to a long budget)
   std::string chart;                    // write the budget chart (SVG) of validations.jsonl here and stop

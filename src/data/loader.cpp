@@ -95,6 +95,20 @@ void BestFitLoader::copy_doc(uint64_t doc, uint64_t n, int32_t* dst) const {
   sh.copy_tokens(sh.doc_begin(doc - doc_start_[s]), n, dst);
 }
 
+double BestFitLoader::epochs_read() const {
+  const uint64_t per_rank = (n_batches_ - cfg_.rank + cfg_.world - 1) / cfg_.world;
+  uint64_t mine = 0, read = 0;  // this rank's documents per epoch; those of this epoch read into the buffer
+  for (uint64_t c = 0; c < per_rank; c++) {
+    const uint64_t b = order_[c * cfg_.world + cfg_.rank];
+    const uint64_t n = std::min(n_docs(), (b + 1) * cfg_.doc_batch) - b * cfg_.doc_batch;
+    mine += n;
+    if (c < cursor_) read += n;
+  }
+  if (mine == 0) return 0;
+  const double taken = static_cast<double>(epoch_ * mine + read) - static_cast<double>(buffer_.size());
+  return std::max(0.0, taken) / static_cast<double>(mine);
+}
+
 void BestFitLoader::refill() {
   uint64_t per_rank = (n_batches_ - cfg_.rank + cfg_.world - 1) / cfg_.world;
   if (cursor_ >= per_rank) {

@@ -58,6 +58,10 @@ class BestFitLoader {
   LoaderState state() const;
   Status restore(const LoaderState& s);
   uint64_t epoch() const { return epoch_; }
+  // Passes over this rank's documents so far: documents taken out of the buffer into rows (whole or cropped) over
+  // this rank's documents per epoch; above 1, documents repeat. (The buffer reads ahead: with fewer documents than
+  // buffer_size it holds the same document more than once from the start.) Derived from the state: resume-safe.
+  double epochs_read() const;
   uint64_t n_docs() const { return doc_start_.empty() ? 0 : doc_start_.back(); }
   // Tokens dropped by cropping so far, and tokens emitted (rows * (T+1)): the crop fraction nanochat reports.
   uint64_t tokens_cropped() const { return cropped_; }

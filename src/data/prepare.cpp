@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/default_corpus.h"
+#include "data/doc_split.h"
 #include "data/shard.h"
 #include "tokenizer/bpe_trainer.h"
 #include "tokenizer/tokenizer.h"
@@ -70,20 +71,40 @@ class DocFilter {
   uint64_t index_ = 0;
 };
 
-// Reads the next batch of kept documents (about kBatchBytes of text). Empty batch = end of input.
-Status read_batch(DocumentSource* src, DocFilter* filter, std::vector<std::string>* batch, uint64_t max_bytes) {
+// Reads the next batch of kept documents (about kBatchBytes of text), each split into pieces of at most
+// max_doc_bytes (0: whole; data/doc_split.h). The validation hold-out is decided per source document, before the
+// split, so no validation document shares text with a training piece. Empty batch = end of input.
+Status read_batch(DocumentSource* src, DocFilter* filter, std::vector<std::string>* batch, uint64_t max_bytes,
+                  uint64_t max_doc_bytes) {
   batch->clear();
   uint64_t bytes = 0;
   std::string doc;
+  std::vector<std::string_view> pieces;
   bool eof = false;
   while (bytes < max_bytes) {
     FRONTIER_RETURN_IF_ERROR(src->next(&doc, &eof));
     if (eof) break;
     if (!filter->keep()) continue;
     bytes += doc.size();
-    batch->push_back(std::move(doc));
+    if (max_doc_bytes == 0 || doc.size() <= max_doc_bytes) {
+      batch->push_back(std::move(doc));
+      continue;
+    }
+    pieces.clear();
+    split_document(doc, max_doc_bytes, &pieces);
+    for (std::string_view p : pieces)
+      if (p.find_first_not_of(" \t\r\n") != std::string_view::npos) batch->emplace_back(p);
   }
   return ok_status();
+}
+
+// --max-doc-bytes: the option's value, or when left at -1, kDefaultCorpusDocBytes for the built-in corpus (whose
+// documents average 2,500 tokens: the loader would use only their first row) and 0 (whole documents) for --train
+// inputs, whose documents are the user's to define.
+constexpr uint64_t kDefaultCorpusDocBytes = 1024;
+uint64_t max_doc_bytes(const PrepareOptions& opt, bool use_default) {
+  if (opt.max_doc_bytes >= 0) return static_cast<uint64_t>(opt.max_doc_bytes);
+  return use_default ? kDefaultCorpusDocBytes : 0;
 }
 
 Status train_tokenizer(const PrepareOptions& opt, const InputSet& train, Take take, Tokenizer* tok,
@@ -97,7 +118,7 @@ Status train_tokenizer(const PrepareOptions& opt, const InputSet& train, Take ta
   Progress prog("tokenizer text", src->bytes_total(), opt.progress);
   std::vector<std::string> batch;
   while (trainer.n_bytes() < opt.tokenizer_max_chars) {
-    FRONTIER_RETURN_IF_ERROR(read_batch(src.get(), &filter, &batch, kBatchBytes));
+    FRONTIER_RETURN_IF_ERROR(read_batch(src.get(), &filter, &batch, kBatchBytes, static_cast<uint64_t>(opt.max_doc_bytes)));
     if (batch.empty()) break;
     uint64_t room = opt.tokenizer_max_chars - trainer.n_bytes(), sum = 0;
     size_t keep = 0;
@@ -138,7 +159,7 @@ Status encode_split(const PrepareOptions& opt, const Tokenizer& tok, const Input
   std::vector<std::string> batch;
   std::vector<std::vector<uint32_t>> enc;
   while (true) {
-    FRONTIER_RETURN_IF_ERROR(read_batch(src.get(), &filter, &batch, kBatchBytes));
+    FRONTIER_RETURN_IF_ERROR(read_batch(src.get(), &filter, &batch, kBatchBytes, static_cast<uint64_t>(opt.max_doc_bytes)));
     if (batch.empty()) break;
     enc.assign(batch.size(), {});
 #pragma omp parallel for schedule(dynamic, 1)
@@ -197,8 +218,9 @@ bool up_to_date(const std::string& dir, const std::string& fingerprint, PrepareR
 
 }  // namespace
 
-Status prepare(const PrepareOptions& opt, PrepareResult* res) {
+Status prepare(const PrepareOptions& options, PrepareResult* res) {
   *res = PrepareResult();
+  PrepareOptions opt = options;  // with max_doc_bytes resolved below
   if (opt.threads > 0) omp_set_num_threads(opt.threads);
   const uint32_t min_vocab = 256 + static_cast<uint32_t>(default_special_tokens().size());
   if (opt.tokenizer_dir.empty() && opt.vocab_size < min_vocab)
@@ -234,6 +256,9 @@ Status prepare(const PrepareOptions& opt, PrepareResult* res) {
              {"invalid_utf8", opt.utf8 == Utf8Policy::kReplace ? "replace" : "error"},
              {"pattern", kNanochatPattern}};
   if (opt.text_column != "text") fp["text_column"] = opt.text_column;  // absent by default: old fingerprints hold
+  const uint64_t split_bytes = max_doc_bytes(opt, train.use_default);
+  opt.max_doc_bytes = static_cast<int64_t>(split_bytes);  // one value for both splits
+  if (split_bytes > 0) fp["max_doc_bytes"] = split_bytes;  // absent when documents are whole: old fingerprints hold
   for (auto& f : train.describe) fp["train"].push_back(f["sha256"]);
   for (auto& f : val.describe) fp["val"].push_back(f["sha256"]);
   // Input paths are bytes on Linux and need not be UTF-8, which JSON text must be: the manifest shows such bytes as
@@ -298,7 +323,8 @@ Status prepare(const PrepareOptions& opt, PrepareResult* res) {
              {{"default_corpus", train.use_default},
               {"train", train.describe},
               {"val", val.describe},
-              {"val_every", holdout ? opt.val_every : 0}}},
+              {"val_every", holdout ? opt.val_every : 0},
+              {"max_doc_bytes", split_bytes}}},
             {"tokenizer",
              {{"vocab_size", tok->vocab_size()},
               {"bos_id", tok->bos_id()},

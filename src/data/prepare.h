@@ -28,6 +28,10 @@ struct PrepareOptions {
   uint64_t tokenizer_max_chars = 1000000000;   // BPE training reads at most this many bytes of train text
   uint64_t shard_tokens = 1ull << 25;          // a shard closes at the first document end past this many tokens
   Utf8Policy utf8 = Utf8Policy::kError;
+  // Documents longer than this are split at paragraph / line / sentence boundaries into pieces of at most this many
+  // bytes (data/doc_split.h), each its own document; 0 = whole documents; -1 = 1024 for the built-in corpus, 0 for
+  // --train inputs. Validation is held out per source document, before the split.
+  int64_t max_doc_bytes = -1;
   std::string text_column = "text";            // the JSON field / Parquet column holding each document
   int threads = 0;                             // 0 = all cores (OpenMP default)
   bool progress = true;

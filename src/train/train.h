@@ -55,6 +55,7 @@ struct TrainSummary {
   std::string budget_mode;            // wall | probe (train.budget_mode)
   double probe_step_seconds = 0;      // probe: the step time the budget was divided by
   double comm_ms_per_step = 0;        // ranks > 1: time inside collectives per step (waiting included)
+  double data_epochs = 0;             // passes over the training data (rank 0's loaders); printed when >= 1
   bool has_summary = false;           // train() got far enough to fill this in (print it even on an error)
   std::string format() const;  // autoresearch's summary block: "---" then one "key: value" per line
 };
@@ -69,9 +70,11 @@ struct TrainOptions {
 Status train(const Config& cfg, TrainSummary* out, const TrainOptions& opts);
 Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir = "");
 
-// nanochat's evaluate_bpb: summed nats over summed UTF-8 bytes of the target tokens, specials (0 bytes) excluded,
-// on eval_tokens tokens of the validation split at sequence length T (the val loader is not shuffled). Under mpirun
-// the batches are dealt over the ranks (batch i to rank i mod R) and the sums reduced: the same batches are scored.
+// nanochat's evaluate_bpb formula: summed nats over summed UTF-8 bytes of the target tokens, specials (0 bytes)
+// excluded, on the first eval_tokens target tokens of the validation split, each scored once, in windows of at most
+// T (data/val_windows.h: the same text at every T, unlike nanochat's best-fit val loader, which crops documents to
+// their first T tokens). Under mpirun the batches are dealt over the ranks (batch i to rank i mod R) and the sums
+// reduced: the same batches are scored.
 Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
                     const std::string& split = "val");
 
