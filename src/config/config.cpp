@@ -1,5 +1,7 @@
 #include "config/config.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -24,8 +26,11 @@ const char* type_name(const ConfigValue& v) {
 std::string format_value(const ConfigValue& v) {
   if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (auto* d = std::get_if<double>(&v)) {
+    // The shortest of 15 and 17 significant digits that reads back as the same double (0.1, not
+    // 0.10000000000000001): configs stay exact and readable.
     char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.17g", *d);
+    std::snprintf(buf, sizeof(buf), "%.15g", *d);
+    if (std::strtod(buf, nullptr) != *d) std::snprintf(buf, sizeof(buf), "%.17g", *d);
     std::string s = buf;
     if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
     return s;
