@@ -827,6 +827,7 @@ Status TrainRun::run_steps() {
   if (eval_only_) return ok_status();
   const int64_t excluded = cfg_.get_int("train.warmup_steps_excluded");
   const int64_t max_steps = cfg_.get_int("train.max_steps");
+  const bool probe_mode = cfg_.get_string("train.budget_mode") == "probe";  // the step count alone ends the run
   const int64_t mom_warm = cfg_.get_int("optim.momentum_warmup_steps");
   const double warmup = cfg_.get_float("train.warmup_ratio"), warmdown = cfg_.get_float("train.warmdown_ratio");
   const double final_frac = cfg_.get_float("train.final_lr_frac");
@@ -967,10 +968,11 @@ Status TrainRun::run_steps() {
       bool tty = isatty(2);
       if (tty || since(last_print) > 5.0) {
         last_print = Clock::now();
-        // Progress and time left: by steps when train.max_steps ends the run first, else by the budget.
+        // Progress and time left: by steps when train.max_steps ends the run first (always in probe mode, where the
+        // step count, not the clock, ends it), else by the budget.
         const double step_frac = max_steps > 0 ? static_cast<double>(step_) / max_steps : 0.0;
         const double time_frac = std::min(training_time_ / budget_, 1.0);
-        const bool by_steps = max_steps > 0 && step_frac >= time_frac;
+        const bool by_steps = max_steps > 0 && (probe_mode || step_frac >= time_frac);
         const double left = by_steps ? (max_steps - step_) * (training_time_ / std::max<int64_t>(1, step_))
                                      : std::max(0.0, budget_ - training_time_);
         std::fprintf(stderr,
