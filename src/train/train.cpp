@@ -191,7 +191,7 @@ std::string TrainSummary::format() const {
 }
 
 Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
-                    const std::string& split) {
+                    const std::string& split, int64_t* scored) {
   std::vector<Shard> shards;
   FRONTIER_RETURN_IF_ERROR(data.open_split(split, &shards));
   ValWindows windows;
@@ -230,6 +230,7 @@ Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int
   bytes = sums[1];
   if (bytes == 0) return Status::error("validation targets have no bytes (is token_bytes.bin all zeros?)");
   *bpb = nats / (std::log(2.0) * bytes);
+  if (scored) *scored = windows.targets();
   return ok_status();
 }
 

@@ -74,9 +74,10 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
 // excluded, on the first eval_tokens target tokens of the validation split, each scored once, in windows of at most
 // T (data/val_windows.h: the same text at every T, unlike nanochat's best-fit val loader, which crops documents to
 // their first T tokens). Under mpirun the batches are dealt over the ranks (batch i to rank i mod R) and the sums
-// reduced: the same batches are scored.
+// reduced: the same batches are scored. *scored (optional): the target tokens scored, eval_tokens or, for a split
+// shorter than that, the whole split (a warning says so).
 Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
-                    const std::string& split = "val");
+                    const std::string& split = "val", int64_t* scored = nullptr);
 
 // Loads a checkpoint written by train(): its config (into *cfg, through train_schema), weights (checked finite) and,
 // if id is given, the tokenizer and data identities it was trained with.
