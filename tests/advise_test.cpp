@@ -186,6 +186,28 @@ TEST(Advise, EndToEndThenFromTheCache) {
   EXPECT_NE(r.out.find(" 0 to run"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("validate "), std::string::npos) << r.out;
 
+  // A compared config of a candidate's shape with another recipe (learning rates) takes that shape's step time, so
+  // it trains the same steps as the candidate: the comparison is of recipes, not of two probes.
+  write_text(d + "/same_shape.toml", "[model]\ndepth = 1\ndim = 64\nhead_dim = 32\nseq_len = 32\n[train]\ndata = \"" +
+                                         big_dataset() + "/data\"\nmicro_batch = 4\nthreads = 1\n[optim]\n"
+                                         "matrix_lr = 0.01\n[eval]\ntokens = 2048\n");
+  r = run_cmd(cmd + "--validate 0 --compare " + d + "/same_shape.toml");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("0 measured now, 6 from"), std::string::npos) << r.out;
+  std::string speed_text;
+  ASSERT_TRUE(read_file(d + "/cache/advise/speed.json", &speed_text).ok());
+  const nlohmann::json speeds = nlohmann::json::parse(speed_text);
+  double cand_step = 0;
+  for (const auto& [k, val] : speeds.items())
+    if (k.find(" | depth 1 ") != std::string::npos && k.find(" T 32 B 4 ") != std::string::npos &&
+        k.find("same_shape") == std::string::npos)
+      cand_step = val["step_s"].get<double>();
+  ASSERT_GT(cand_step, 0) << speeds.dump(1);
+  v = read_jsonl(recipe_dir + "/validations.jsonl");
+  ASSERT_NE(v.back()["config"].get<std::string>().find("same_shape.toml"), std::string::npos) << v.back().dump();
+  EXPECT_EQ(v.back()["step_s"].get<double>(), cand_step) << v.back().dump();
+  EXPECT_EQ(speeds.dump().find("same_shape"), std::string::npos) << "it was timed on its own: " << speeds.dump(1);
+
   r = run_cmd("FRONTIER_CACHE=" + d + "/cache " + frontier_bin() + " advise --chart " + d + "/chart.svg");
   ASSERT_EQ(r.rc, 0) << r.out;
   std::string svg;
