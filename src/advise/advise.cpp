@@ -123,7 +123,9 @@ struct Advisor {
   explicit Advisor(const AdviseOptions& opt) : o(opt) {}
 
   Status setup();
-  std::string speed_key(int depth, int T, int B) const;
+  // The step-time cache's key: the machine, the shape (depth, T, B) and the config fields that change a step's cost
+  // (width, heads, the loss's vocabulary chunk), read from c: the base for a candidate, a compared config's own.
+  std::string speed_key(const Config& c, int depth, int T, int B) const;
   Status measure_speeds();
   Status sweep();
   Status fit();
@@ -295,8 +297,7 @@ std::map<std::string, std::string> Advisor::lr_sets(double scale) const {
   return sets;
 }
 
-std::string Advisor::speed_key(int depth, int T, int B) const {
-  const Config& b = base;
+std::string Advisor::speed_key(const Config& b, int depth, int T, int B) const {
   return machine + " | depth " + std::to_string(depth) + " aspect " + std::to_string(b.get_int("model.aspect_ratio")) +
          " head_dim " + std::to_string(b.get_int("model.head_dim")) + " kv " +
          std::to_string(b.get_int("model.n_kv_head")) + " dim " + std::to_string(b.get_int("model.dim")) + " T " +
@@ -308,7 +309,7 @@ Status Advisor::measure_speeds() {
   int measured = 0;
   for (size_t i = 0; i < cands.size(); i++) {
     Candidate& c = cands[i];
-    const std::string key = speed_key(c.depth, c.T, c.B);
+    const std::string key = speed_key(base, c.depth, c.T, c.B);
     auto it = speed.find(key);
     if (it == speed.end()) {
       if (StopSignals::received()) return Status::error("advise: stopped by a signal");
@@ -660,11 +661,11 @@ Status Advisor::compare() {
     // shape train the same number of steps, and the comparison is of recipes, not of two noisy probes (the
     // quick start's tiny.toml once got 2,090 steps at 300 s from its own probe while its shape's got 2,492).
     // Any other config is timed on its own, as the candidates were, and cached alike.
-    bool same_shape = cc.get_int("train.total_batch_tokens") == 0 &&
-                      cc.values().at("train.precision") == base.values().at("train.precision");
-    for (const char* k : {"model.aspect_ratio", "model.head_dim", "model.n_kv_head", "model.dim", "model.ce_vocab_chunk"})
-      same_shape = same_shape && cc.values().at(k) == base.values().at(k);
-    const std::string key = speed_key(depth, T, B) + (same_shape ? "" : " | " + path);
+    const std::string shape_key = speed_key(cc, depth, T, B);
+    const bool same_shape = shape_key == speed_key(base, depth, T, B) &&
+                            cc.get_int("train.total_batch_tokens") == 0 &&
+                            cc.values().at("train.precision") == base.values().at("train.precision");
+    const std::string key = speed_key(base, depth, T, B) + (same_shape ? "" : " | " + path);
     if (!speed.contains(key)) {
       StepParts p;
       Status s = time_step(cc, threads, &p);
