@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "advise/advise.h"
 #include "advise/budget_chart.h"
 #include "advise/loss_model.h"
 #include "train_fixture.h"
@@ -103,6 +104,19 @@ TEST(LossModel, TooFewPointsSayHowManyMore) {
   EXPECT_NE(s.message().find("recipe 2 has no measured point"), std::string::npos) << s.message();
   pts = {{1e5, 1e5, 0, NAN}};
   EXPECT_FALSE(fit_loss_model(pts, 1, &m).ok());
+}
+
+// The sweep's reuse rule on truncated step counts: the points a 900-s advice made at half its budget (2,254 steps at
+// 0.1996 s/step) stand in for the 4,509 an 1800-s advice wants at half of its own (measured 2026-12-05: without the
+// one-step allowance the 1800-s advice reran 30 minutes of sweep it already had, within 2x).
+TEST(Advise, ASweepPointWithinTwiceTheStepsIsReused) {
+  EXPECT_TRUE(sweep_point_reusable(2254, 4509));
+  EXPECT_TRUE(sweep_point_reusable(4509, 2254));
+  EXPECT_TRUE(sweep_point_reusable(884, 1769));
+  EXPECT_TRUE(sweep_point_reusable(100, 100));
+  EXPECT_FALSE(sweep_point_reusable(2253, 4509));  // more than a step short of half
+  EXPECT_FALSE(sweep_point_reusable(9020, 4509));  // more than a step over twice
+  EXPECT_FALSE(sweep_point_reusable(10, 100));
 }
 
 TEST(Advise, EndToEndThenFromTheCache) {

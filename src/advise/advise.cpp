@@ -30,6 +30,8 @@
 
 namespace frontier {
 
+bool sweep_point_reusable(int64_t have, int64_t want) { return 2 * have + 1 >= want && have <= 2 * want + 1; }
+
 using json = nlohmann::json;
 
 namespace {
@@ -403,8 +405,7 @@ Status Advisor::sweep() {
     for (const auto& pt : points) {
       if (pt.value("depth", 0) == p.c->depth && pt.value("seq_len", 0) == p.c->T &&
           pt.value("micro_batch", 0) == p.c->B) {
-        double ratio = pt.value("steps", 0) / double(steps);
-        cached = cached || (ratio >= 0.5 && ratio <= 2);
+        cached = cached || sweep_point_reusable(pt.value("steps", int64_t(0)), steps);
       }
     }
     for (const auto& [q, qs] : todo) cached = cached || (q->c == p.c && qs == steps);  // planned twice

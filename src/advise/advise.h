@@ -32,6 +32,7 @@
 // sequences, head_dim, precision. `frontier research` tunes those around the advised shape.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -56,5 +57,11 @@ struct AdviseOptions {
 };
 
 Status run_advise(const AdviseOptions& o);
+
+// Whether a cached sweep point of `have` steps stands in for a wanted one of `want` steps (same shape): within 2x
+// either way, on the truncated step counts. A budget's steps are floor(f x budget / step time), so the point made
+// at half a budget can be a step short of half of what the whole budget wants (900 s and 1800 s at 0.1996 s/step:
+// 2,254 and 4,509), and must still count, or doubling the budget reruns the sweep it was meant to reuse.
+bool sweep_point_reusable(int64_t have, int64_t want);
 
 }  // namespace frontier
