@@ -164,6 +164,12 @@ TEST(Advise, EndToEndThenFromTheCache) {
     // Probe mode with the advisor's step time: the run trains exactly budget / step time steps.
     if (v[i].contains("steps")) {
       EXPECT_EQ(v[i]["steps"].get<int64_t>(), static_cast<int64_t>(3.0 / v[i]["step_s"].get<double>())) << v[i].dump();
+      // and its tokens come through from the run's summary (total_tokens_M: a key with a capital, once dropped).
+      const std::string shape = v[i].value("shape", std::string());
+      if (!shape.empty()) {
+        const int64_t T = std::stoll(shape.substr(shape.rfind(' ') + 1));
+        EXPECT_NEAR(v[i]["tokens_M"].get<double>(), v[i]["steps"].get<int64_t>() * 4 * T / 1e6, 0.0006) << v[i].dump();
+      }
     }
   }
   EXPECT_EQ(scaled, 2) << r.out;

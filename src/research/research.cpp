@@ -144,7 +144,7 @@ std::string describe(const std::map<std::string, std::string>& set) {
 }
 
 // The summary block `frontier train` prints last ("---", then "key: value" lines), parsed as data: at most
-// kSummaryKeys keys of [a-z0-9_] (64 bytes at most), values of 256 bytes at most; a value is a number when all of
+// kSummaryKeys keys of [A-Za-z0-9_] (64 bytes at most), values of 256 bytes at most; a value is a number when all of
 // it parses as a finite double, else a string. False when the text has no summary block.
 bool parse_summary(const std::string& log, json* out) {
   size_t p = log.rfind("\n---\n");
@@ -157,7 +157,8 @@ bool parse_summary(const std::string& log, json* out) {
     size_t c = line.find(':');
     if (c == std::string::npos || c == 0 || c > 64) continue;
     std::string k = line.substr(0, c);
-    if (k.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) continue;
+    if (k.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string::npos)
+      continue;  // total_tokens_M and num_params_M have capitals
     size_t v0 = line.find_first_not_of(' ', c + 1);
     std::string v = v0 == std::string::npos ? "" : line.substr(v0, 256);
     while (!v.empty() && (v.back() == ' ' || v.back() == '\r')) v.pop_back();
