@@ -42,3 +42,26 @@ C="--depths 1,2,3,4 --seq-lens 256,512"
 "$F" advise --budget 1800 --data "$WIKI" --out "$OUT/wiki-1800.toml" --validate 0 --no-sweep $C \
     | tee "$OUT/wiki-1800.txt"
 "$F" advise --chart docs/codesign-budget.svg
+
+# 30 minutes (2026-12-05; another machine of this kind, "AMD Oxide Virtual Turin-like": its own step times, the
+# same fixed-step losses). T 512 only: at 30 minutes the T 256 shapes of depth 1-2 would repeat the data, and depths
+# 3-4 were within 0.01 of T 512 in the first prediction. Depth 8 is a candidate so that the baseline's step time is
+# measured with the others. Sweeps at 60, 300 and 900 s reuse each other's points within 2x; the 1800-s advice
+# adds its own two longest points, validates the best two predicted (they were 0.0016 apart, inside the fit's
+# 0.06 leave-one-out error) and compares the baseline.
+C5="--depths 1,2,3,4,8 --seq-lens 512"
+TMP=$(mktemp -d)
+for b in 60 300 900; do
+  "$F" advise --budget "$b" --data "$WIKI" --out "$TMP/wiki512-$b.toml" --validate 0 --lr-scales 1 $C5 \
+      | tee "$OUT/wiki512-$b-sweep.txt"
+done
+"$F" advise --budget 1800 --data "$WIKI" --out "$OUT/wiki-1800.toml" --validate 2 --lr-scales 1 $C5 \
+    --compare configs/baseline.toml | tee "$OUT/wiki-1800.txt"
+# Its chart: each swept shape's val_bpb against the budget its steps stand for (steps x the shape's measured step
+# time: what probe mode trains at that budget), with the runs at the full 1800 s. The rows, and the cache files they
+# come from, are kept in $OUT/30min/.
+RD=$(sed -n 's/.*; cache \(.*\)$/\1/p' "$OUT/wiki-1800.txt" | head -1)
+mkdir -p "$OUT/30min/chart"
+cp "$RD/points.jsonl" "$RD/validations.jsonl" "$(dirname "$RD")/speed.json" "$OUT/30min/"
+python3 scripts/codesign_rows.py "$OUT/30min" > "$OUT/30min/chart/validations.jsonl"
+"$F" advise --chart docs/codesign-budget-30min.svg --cache "$OUT/30min"

@@ -289,4 +289,17 @@ TEST(BudgetChart, OneLinePerConfigWithTheAdvisedShapesNoted) {
   EXPECT_EQ(paths, 2u);
   EXPECT_NE(svg.find("1 min"), std::string::npos);
   EXPECT_NE(svg.find("5 min"), std::string::npos);
+  // From 7 s to 30 min the 1-2-5 ticks crowd (10 and 15 min overlapped): each label keeps its distance.
+  rows = {{{"label", "a"}, {"data", "w"}, {"budget", 7}, {"val_bpb", 2.5}},
+          {{"label", "a"}, {"data", "w"}, {"budget", 1800}, {"val_bpb", 1.6}}};
+  svg = budget_chart_svg(rows);
+  std::vector<double> xs;
+  for (size_t p = svg.find("text-anchor=\"middle\">"); p != std::string::npos;
+       p = svg.find("text-anchor=\"middle\">", p + 1)) {
+    size_t x = svg.rfind("<text x=\"", p);
+    xs.push_back(std::stod(svg.substr(x + 9)));
+  }
+  ASSERT_GE(xs.size(), 5u) << svg;
+  for (size_t i = 1; i + 1 < xs.size(); i++) EXPECT_GE(xs[i] - xs[i - 1], 40) << svg;  // the last is the axis title
+  EXPECT_NE(svg.find(">30 min</text>"), std::string::npos);
 }

@@ -73,10 +73,12 @@ std::string budget_chart_svg(const std::vector<nlohmann::json>& rows) {
   s += buf;
   std::snprintf(buf, sizeof(buf), "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", L, T, L, H - B);
   s += buf;
+  double last_x = -1e9;
   for (double b : {1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0,
                    14400.0, 28800.0, 86400.0}) {
     double lb = std::log10(b);
-    if (lb < lb0 || lb > lb1) continue;
+    if (lb < lb0 || lb > lb1 || X(b) - last_x < 42) continue;  // labels closer than ~6 characters would overlap
+    last_x = X(b);
     std::string txt = b >= 3600 ? std::to_string(int(b / 3600)) + " h"
                       : b >= 60 ? std::to_string(int(b / 60)) + " min"
                                 : std::to_string(int(b)) + " s";
