@@ -5,7 +5,8 @@ speed.json): docs/codesign.md's 30-minute chart (scripts/codesign.sh).
 A sweep point of S steps of a shape is the run probe mode trains for a budget of S x that shape's measured step
 time (same recipe, same schedule on step progress, same steps), so each swept shape becomes a line of val_bpb
 against the budget, "width C, depth L", ending at its full-budget validation if it had one. The validations'
-other rows (the advice rows, "advised (...)", and the compared configs) are passed through as they are. Prints JSON Lines.
+other rows (the advice rows, "advised (...)", and the compared configs) are passed through as they are. Prints
+JSON Lines.
 """
 import json
 import os
