@@ -86,7 +86,7 @@ std::vector<float> frontier_logits(Gpt& gpt, const std::vector<int32_t>& idx) {
   gpt.forward(tape, idx.data(), tgt.data(), 1, static_cast<int>(idx.size()), &logits);
   const float* x = tape.value(logits);
   std::vector<float> out(idx.size() * gpt.shape().vocab_size);
-  for (size_t i = 0; i < out.size(); i++) out[i] = Gpt::kSoftcap * std::tanh(x[i] / Gpt::kSoftcap);
+  for (size_t i = 0; i < out.size(); i++) out[i] = static_cast<float>(kDefaultSoftcap * std::tanh(x[i] / kDefaultSoftcap));
   return out;
 }
 

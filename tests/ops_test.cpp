@@ -175,3 +175,43 @@ TEST(OpsBackward, CausalAttentionWithGqa) {
     for (int d = 0; d < D; d++) EXPECT_NEAR(out[d], v[d], 1e-12);
   }
 }
+
+TEST(OpsBackward, SlidingWindowAttentionWithScale) {
+  std::mt19937 rng(7);
+  // Windows 1 and 3 mask keys on long rows (T = 7); 6 = T - 1 and 9 >= T are full causal. Scale 0.7, not 1/sqrt(D).
+  for (int window : {1, 3, 6, 9}) {
+    const int B = 2, T = 7, H = 4, Hkv = 2, D = 3;
+    const double scale = 0.7;
+    Vec q = randn(B * T * H * D, rng), k = randn(B * T * Hkv * D, rng), v = randn(B * T * Hkv * D, rng);
+    Vec G = randn(q.size(), rng), out(q.size()), att(B * H * T * T);
+    auto loss = [&] {
+      ref::attention_forward(out.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D, scale, window);
+      return dot(out, G);
+    };
+    auto grads = [&] {
+      loss();
+      Vec dq(q.size(), 0), dk(k.size(), 0), dv(v.size(), 0);
+      ref::attention_backward(dq.data(), dk.data(), dv.data(), G.data(), att.data(), q.data(), k.data(), v.data(),
+                              B, T, H, Hkv, D, scale, window);
+      return std::vector<Vec>{dq, dk, dv};
+    };
+    check_grads({&q, &k, &v}, loss, grads, "windowed attention");
+    // Window 1: the last query (b 0, head 0) averages keys T-2 and T-1 only, with weights softmax(scale * q.k).
+    if (window == 1) {
+      loss();
+      const double* qt = &q[((T - 1) * H) * D];
+      const double* k1 = &k[((T - 2) * Hkv) * D];
+      const double* k2 = &k[((T - 1) * Hkv) * D];
+      double s1 = 0, s2 = 0;
+      for (int d = 0; d < D; d++) {
+        s1 += qt[d] * k1[d] * scale;
+        s2 += qt[d] * k2[d] * scale;
+      }
+      const double w1 = 1 / (1 + std::exp(s2 - s1));
+      for (int d = 0; d < D; d++) {
+        const double want = w1 * v[((T - 2) * Hkv) * D + d] + (1 - w1) * v[((T - 1) * Hkv) * D + d];
+        EXPECT_NEAR(out[((T - 1) * H) * D + d], want, 1e-12);
+      }
+    }
+  }
+}

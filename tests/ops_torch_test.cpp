@@ -6,11 +6,16 @@
 #include <random>
 
 #include "ops/attention.h"
+#include "ops/axpy.h"
 #include "ops/cross_entropy.h"
+#include "ops/gated_act.h"
+#include "ops/key_shift.h"
+#include "ops/leaky_relu2.h"
 #include "ops/matmul.h"
 #include "ops/relu2.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
+#include "ops/smear.h"
 #include "test_util.h"
 #include "util/file.h"
 
@@ -137,6 +142,109 @@ TEST(OpsTorch, ForwardAndGradientsMatchPyTorch) {
       expect_close(dq, r["dq"], "attention dq");
       expect_close(dk, r["dk"], "attention dk");
       expect_close(dv, r["dv"], "attention dv");
+    });
+  }
+  {  // sliding-window attention with GQA and a scale: the mask is built explicitly on the torch side
+    int B = 2, T = 9, H = 4, Hkv = 2, D = 8, window = 3;
+    double scale = 0.3;
+    Vec q = randn(B * T * H * D, rng), k = randn(B * T * Hkv * D, rng), v = randn(B * T * Hkv * D, rng);
+    Vec G = randn(q.size(), rng);
+    cases.push_back({{"op", "attention"},
+                     {"params",
+                      {{"B", B}, {"T", T}, {"H", H}, {"Hkv", Hkv}, {"D", D}, {"scale", scale}, {"window", window}}},
+                     {"q", q},
+                     {"k", k},
+                     {"v", v},
+                     {"G", G}});
+    checks.push_back([=](const json& r) {
+      Vec out(q.size()), att(B * H * T * T), dq(q.size(), 0), dk(k.size(), 0), dv(v.size(), 0);
+      ref::attention_forward(out.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D, scale, window);
+      ref::attention_backward(dq.data(), dk.data(), dv.data(), G.data(), att.data(), q.data(), k.data(), v.data(), B,
+                              T, H, Hkv, D, scale, window);
+      expect_close(out, r["out"], "window attn out");
+      expect_close(dq, r["dq"], "window attn dq");
+      expect_close(dk, r["dk"], "window attn dk");
+      expect_close(dv, r["dv"], "window attn dv");
+    });
+  }
+
+  {  // leaky ReLU squared
+    double slope = 0.1;
+    Vec x = randn(40, rng), G = randn(40, rng);
+    cases.push_back({{"op", "leaky_relu2"}, {"params", {{"slope", slope}}}, {"x", x}, {"G", G}});
+    checks.push_back([=](const json& r) {
+      Vec out(40), dx(40, 0);
+      ref::leaky_relu2_forward(out.data(), x.data(), 40, slope);
+      ref::leaky_relu2_backward(dx.data(), G.data(), x.data(), 40, slope);
+      expect_close(out, r["out"], "leaky_relu2 out");
+      expect_close(dx, r["dx"], "leaky_relu2 dx");
+    });
+  }
+  for (GatedAct kind : {GatedAct::kSwiglu, GatedAct::kGeglu}) {  // SwiGLU, GeGLU (tanh gelu)
+    int N = 5, H = 6;
+    const std::string name = kind == GatedAct::kSwiglu ? "swiglu" : "geglu";
+    Vec x = randn(N * 2 * H, rng, 2.0), G = randn(N * H, rng);
+    cases.push_back({{"op", "gated_act"}, {"params", {{"N", N}, {"H", H}, {"kind", name}}}, {"x", x}, {"G", G}});
+    checks.push_back([=](const json& r) {
+      Vec out(N * H), dx(x.size(), 0);
+      ref::gated_act_forward(out.data(), x.data(), N, H, kind);
+      ref::gated_act_backward(dx.data(), G.data(), x.data(), N, H, kind);
+      expect_close(out, r["out"], name + " out");
+      expect_close(dx, r["dx"], name + " dx");
+    });
+  }
+  {  // nanochat's smear
+    int B = 2, T = 5, C = 8, G_ = 3;
+    Vec x = randn(B * T * C, rng), w = randn(G_, rng), lam = {0.7}, G = randn(x.size(), rng);
+    cases.push_back({{"op", "smear"},
+                     {"params", {{"B", B}, {"T", T}, {"C", C}, {"G", G_}}},
+                     {"x", x},
+                     {"w", w},
+                     {"lam", lam},
+                     {"G", G}});
+    checks.push_back([=](const json& r) {
+      Vec out(x.size()), dx(x.size(), 0), dw(G_, 0), dl(1, 0);
+      ref::smear_forward(out.data(), x.data(), w.data(), lam[0], B, T, C, G_);
+      ref::smear_backward(dx.data(), dw.data(), dl.data(), G.data(), x.data(), w.data(), lam[0], B, T, C, G_);
+      expect_close(out, r["out"], "smear out");
+      expect_close(dx, r["dx"], "smear dx");
+      expect_close(dw, r["dw"], "smear dw");
+      expect_close(dl, r["dlam"], "smear dlam");
+    });
+  }
+  {  // axpy (nanochat's backout: a - s[i] * b)
+    int n = 20, i = 2;
+    double alpha = -1.0;
+    Vec a = randn(n, rng), b = randn(n, rng), s = randn(3, rng), G = randn(n, rng);
+    cases.push_back({{"op", "axpy"},
+                     {"params", {{"n", n}, {"i", i}, {"alpha", alpha}}},
+                     {"a", a},
+                     {"b", b},
+                     {"s", s},
+                     {"G", G}});
+    checks.push_back([=](const json& r) {
+      Vec out(n), da(n, 0), db(n, 0), ds(3, 0);
+      ref::axpy_forward(out.data(), a.data(), b.data(), alpha, s[i], n);
+      ref::axpy_backward(da.data(), db.data(), &ds[i], G.data(), b.data(), alpha, s[i], n);
+      expect_close(out, r["out"], "axpy out");
+      expect_close(da, r["da"], "axpy da");
+      expect_close(db, r["db"], "axpy db");
+      expect_close(ds, r["ds"], "axpy ds");
+    });
+  }
+  {  // partial key offset
+    int B = 2, T = 5, H = 2, D = 8, p0 = 2;
+    Vec k = randn(B * T * H * D, rng), G = randn(k.size(), rng);
+    cases.push_back({{"op", "key_shift"},
+                     {"params", {{"B", B}, {"T", T}, {"H", H}, {"D", D}, {"p0", p0}}},
+                     {"k", k},
+                     {"G", G}});
+    checks.push_back([=](const json& r) {
+      Vec out(k.size()), dk(k.size(), 0);
+      ref::key_shift_forward(out.data(), k.data(), B, T, H, D, p0);
+      ref::key_shift_backward(dk.data(), G.data(), B, T, H, D, p0);
+      expect_close(out, r["out"], "key_shift out");
+      expect_close(dk, r["dk"], "key_shift dk");
     });
   }
 

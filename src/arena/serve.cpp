@@ -42,13 +42,14 @@ Status serve_logprobs(const std::string& checkpoint, FILE* in, FILE* out) {
     Var logits;
     gpt->forward(tape, x.data(), y.data(), 1, static_cast<int>(n), &logits, rows.data());
     const float* z = tape.value(logits);  // (n, V) before the softcap
+    const float cap = static_cast<float>(gpt->shape().arch.softcap);
     logp.resize(size_t(n) * V);
     for (uint32_t i = 0; i < n; i++) {
       const float* zi = z + size_t(i) * V;
       float* li = logp.data() + size_t(i) * V;
       double mx = -INFINITY;
       for (uint32_t v = 0; v < V; v++) {
-        li[v] = Gpt::kSoftcap * std::tanh(zi[v] / Gpt::kSoftcap);
+        li[v] = cap > 0 ? cap * std::tanh(zi[v] / cap) : zi[v];
         mx = std::max(mx, static_cast<double>(li[v]));
       }
       double sum = 0;

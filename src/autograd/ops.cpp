@@ -335,7 +335,7 @@ Var rope_rmsnorm(Tape& t, Var x, const float* cos_t, const float* sin_t, float e
   return out;
 }
 
-Var gated_add(Tape& t, Var v, Var g, Var ve) {
+Var gated_add(Tape& t, Var v, Var g, Var ve, float scale) {
   const auto& s = t.shape(v);
   FRONTIER_CHECK(s.size() == 4 && t.shape(ve) == s && t.numel(g) == s[0] * s[1] * s[2]);
   int64_t rows = s[0] * s[1] * s[2], D = s[3];
@@ -346,12 +346,12 @@ Var gated_add(Tape& t, Var v, Var g, Var ve) {
   float* o = t.value(out);
   parallel_range(rows, 256, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
-      float gate = 2.f / (1.f + std::exp(-pg[r]));
+      float gate = scale / (1.f + std::exp(-pg[r]));
       for (int64_t d = 0; d < D; d++) o[r * D + d] = pv[r * D + d] + gate * pe[r * D + d];
     }
   });
   if (rg)
-    t.node(out).backward = [&t, out, v, g, ve, rows, D]() {
+    t.node(out).backward = [&t, out, v, g, ve, rows, D, scale]() {
       ProfScope ps("gated_add", "bwd", 5.0 * rows * D, kF * (6 * rows * D + 3 * rows));
       const float* go = t.grad(out);
       const float *pg = t.value(g), *pe = t.value(ve);
@@ -361,7 +361,7 @@ Var gated_add(Tape& t, Var v, Var g, Var ve) {
       float* dg = t.requires_grad(g) ? t.grad(g) : nullptr;
       parallel_range(rows, 256, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; r++) {
-          float sg = 1.f / (1.f + std::exp(-pg[r])), gate = 2.f * sg;
+          float sg = 1.f / (1.f + std::exp(-pg[r])), gate = scale * sg;
           if (dv)
             for (int64_t d = 0; d < D; d++) dv[r * D + d] += go[r * D + d];
           if (de)
@@ -369,7 +369,7 @@ Var gated_add(Tape& t, Var v, Var g, Var ve) {
           if (dg) {
             double acc = 0;
             for (int64_t d = 0; d < D; d++) acc += static_cast<double>(go[r * D + d]) * pe[r * D + d];
-            dg[r] += static_cast<float>(acc * 2.0 * sg * (1.0 - sg));
+            dg[r] += static_cast<float>(acc * scale * sg * (1.0 - sg));
           }
         }
       });
@@ -378,21 +378,24 @@ Var gated_add(Tape& t, Var v, Var g, Var ve) {
 }
 
 // Fast tiled kernel (kernels/attention.h); ref::attention_* stays the ground truth in the tests.
-Var causal_attention(Tape& t, Var q, Var k, Var v) {
+Var causal_attention(Tape& t, Var q, Var k, Var v, float scale, int64_t window) {
   const auto& sq = t.shape(q);
   const auto& sk = t.shape(k);
   int64_t B = sq[0], T = sq[1], H = sq[2], D = sq[3], Hkv = sk[2];
-  FRONTIER_CHECK(sk[0] == B && sk[1] == T && sk[3] == D && t.shape(v) == sk && H % Hkv == 0);
+  FRONTIER_CHECK(sk[0] == B && sk[1] == T && sk[3] == D && t.shape(v) == sk && H % Hkv == 0 && window >= 0);
   bool rg = t.requires_grad(q) || t.requires_grad(k) || t.requires_grad(v);
-  // Causal: each of the 2 GEMMs (S = Q K^T, O = P V) is 2*T*T*D/2 per head; backward recomputes S and adds 4.
-  const double att_gemm = 1.0 * B * H * T * T * D, nq = 1.0 * B * T * H * D, nk = 1.0 * B * T * Hkv * D;
+  // Each of the 2 GEMMs (S = Q K^T, O = P V) is 2*D per visible (query, key) pair per head; backward recomputes S
+  // and adds 4. Visible pairs: sum over t of min(t, W) + 1, T(T+1)/2 without a window.
+  const double W = window > 0 && window < T ? window : T, pairs = W * (W + 1) / 2 + (T - W) * (W + 1);
+  const double att_gemm = 2.0 * B * H * D * pairs, nq = 1.0 * B * T * H * D, nk = 1.0 * B * T * Hkv * D;
   ProfScope ps("attention", "fwd", 2 * att_gemm, kF * (2 * nq + 2 * nk + B * H * T));
   Var out = t.make(sq, rg);
   auto lse = std::make_shared<std::vector<float>>(B * H * T);  // (B, H, T)
   const Precision prec = t.precision();
-  flash_attention_forward(t.value(out), lse->data(), t.value(q), t.value(k), t.value(v), B, T, H, Hkv, D, prec);
+  flash_attention_forward(t.value(out), lse->data(), t.value(q), t.value(k), t.value(v), B, T, H, Hkv, D, prec,
+                          scale, window);
   if (rg)
-    t.node(out).backward = [&t, out, q, k, v, lse, B, T, H, Hkv, D, att_gemm, nq, nk, prec]() {
+    t.node(out).backward = [&t, out, q, k, v, lse, B, T, H, Hkv, D, att_gemm, nq, nk, prec, scale, window]() {
       ProfScope ps("attention", "bwd", 5 * att_gemm, kF * (5 * nq + 6 * nk + B * H * T));
       // The kernel writes all three; inputs without grad get scratch space.
       std::vector<float> sq_, sk_, sv_;
@@ -403,7 +406,7 @@ Var causal_attention(Tape& t, Var q, Var k, Var v) {
       };
       float *dq = dst(q, sq_), *dk = dst(k, sk_), *dv = dst(v, sv_);
       flash_attention_backward(dq, dk, dv, t.grad(out), t.value(out), lse->data(), t.value(q), t.value(k),
-                               t.value(v), B, T, H, Hkv, D, prec);
+                               t.value(v), B, T, H, Hkv, D, prec, scale, window);
     };
   return out;
 }

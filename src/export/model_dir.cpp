@@ -28,7 +28,8 @@ const char* const kTokenizerFiles[] = {"tokenizer.tiktoken", "tokenizer.json"};
 
 bool same_shape(const ModelShape& a, const ModelShape& b) {
   return a.depth == b.depth && a.dim == b.dim && a.n_head == b.n_head && a.n_kv_head == b.n_kv_head &&
-         a.head_dim == b.head_dim && a.vocab_size == b.vocab_size && a.seq_len == b.seq_len;
+         a.head_dim == b.head_dim && a.vocab_size == b.vocab_size && a.seq_len == b.seq_len &&
+         a.mlp_dim == b.mlp_dim && frontier_architecture(a) == frontier_architecture(b);
 }
 
 std::string shape_text(const std::vector<int64_t>& s) {
@@ -128,6 +129,7 @@ Status read_model_dir(const std::string& dir, ModelDir* out) {
   }
   ModelShape& s = out->shape;
   FRONTIER_RETURN_IF_ERROR(shape_from_gpt_config(j, cpath, &s));
+  bool has_arch = false;
   out->train_config.clear();
   out->tokenizer_sha256.clear();
   out->data_sha256.clear();
@@ -138,8 +140,10 @@ Status read_model_dir(const std::string& dir, ModelDir* out) {
         v != f->end() && (!v->is_number_integer() || v->get<int64_t>() != kFormatVersion))
       return Status::error(cpath + ": frontier.format is " + v->dump().substr(0, 20) + "; this build reads " +
                            std::to_string(kFormatVersion));
-    if (auto a = f->find("architecture"); a != f->end())
-      FRONTIER_RETURN_IF_ERROR(check_frontier_architecture(*a, s, cpath));
+    if (auto a = f->find("architecture"); a != f->end()) {
+      FRONTIER_RETURN_IF_ERROR(apply_frontier_architecture(*a, cpath, &s));
+      has_arch = true;
+    }
     if (auto t = f->find("train_config"); t != f->end()) {
       if (!t->is_string())
         return Status::error(cpath + ": frontier.train_config is not a string (TOML text)");
@@ -155,6 +159,8 @@ Status read_model_dir(const std::string& dir, ModelDir* out) {
 
   SafetensorsFile f;
   FRONTIER_RETURN_IF_ERROR(f.open(spath));
+  // nanochat's own directory (no Frontier architecture): its weights say which nanochat it is.
+  if (!has_arch && f.find("smear_gate.weight")) apply_nanochat_current(&s);
   const std::vector<ParamInfo> table = Gpt::param_table(s);
   out->weights.assign(static_cast<size_t>(table.back().offset + table.back().numel()), 0.f);
   const int64_t V = s.vocab_size, Vp = nanochat_padded_vocab(V);
@@ -189,20 +195,14 @@ Status read_model_dir(const std::string& dir, ModelDir* out) {
   }
   std::string extra;
   size_t n_extra = 0;
-  bool newer_nanochat = false;
   for (const auto& t : f.tensors()) {
     if (used.count(t.name)) continue;
     if (++n_extra <= 4) extra += (n_extra > 1 ? ", " : "") + ("'" + t.name.substr(0, 80) + "'");
-    newer_nanochat = newer_nanochat || t.name == "smear_gate.weight" || t.name == "backout_lambda";
   }
   if (n_extra)
     return Status::error(spath + ": " + std::to_string(n_extra) + " tensor" + (n_extra > 1 ? "s" : "") +
                          " that " + model + " does not have: " + extra + (n_extra > 4 ? ", ..." : "") +
-                         (newer_nanochat
-                              ? " (smear and backout are nanochat's after March 2026; Frontier's model is "
-                                "nanochat's of commit " +
-                                    std::string(kNanochatCommit) + ")"
-                              : " (config.json does not match the weights)"));
+                         " (config.json does not match the weights)");
   out->dtype = dtypes.size() == 1 ? *dtypes.begin() : "mixed";
   return check_finite(out->weights, spath);
 }
@@ -229,11 +229,12 @@ Status import_model(const ImportOptions& o, ImportResult* r) {
     FRONTIER_RETURN_IF_ERROR(
         schema.load_toml_string(m.train_config, cpath + " (frontier.train_config)", &cfg));
   const ModelShape& s = m.shape;
-  for (const std::string& kv :
-       {"model.depth=" + std::to_string(s.depth), "model.dim=" + std::to_string(s.dim),
-        "model.head_dim=" + std::to_string(s.head_dim), "model.n_kv_head=" + std::to_string(s.n_kv_head),
-        "model.vocab_size=" + std::to_string(s.vocab_size), "model.seq_len=" + std::to_string(s.seq_len)})
-    FRONTIER_RETURN_IF_ERROR(schema.apply_set(kv, &cfg));
+  std::vector<std::string> model_sets = {
+      "model.depth=" + std::to_string(s.depth), "model.dim=" + std::to_string(s.dim),
+      "model.head_dim=" + std::to_string(s.head_dim), "model.n_kv_head=" + std::to_string(s.n_kv_head),
+      "model.vocab_size=" + std::to_string(s.vocab_size), "model.seq_len=" + std::to_string(s.seq_len)};
+  for (const std::string& kv : model_arch_sets(s)) model_sets.push_back(kv);
+  for (const std::string& kv : model_sets) FRONTIER_RETURN_IF_ERROR(schema.apply_set(kv, &cfg));
   cfg.set("train.data", o.data.empty() ? o.dir : o.data);
   cfg.set("train.run_dir", o.run_dir);
   for (const auto& kv : o.sets) {

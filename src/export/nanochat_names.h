@@ -10,16 +10,16 @@
 // wte, value_embeds.* and lm_head padded to a multiple of 64 (GPT(pad_vocab_size_to=64)) and crops the logits
 // to vocab_size; an export pads with zero rows, an import drops them.
 //
-// The architecture is nanochat's at commit 535f664 (2026-02-02) with window_pattern "L" (every layer full
-// context): ve_gate on the first 32 channels, gate 2*sigmoid, softcap 15, rotary base 100000, no Q/K scale,
-// no smear or backout. Later nanochat (e.g. 92d63d4) adds smear_gate, smear_lambda, backout_lambda, a
-// 12-channel 3*sigmoid gate and Q/K x 1.2: such a checkpoint's extra tensors and gate shape do not match, and
-// import says so.
+// The architecture: nanochat's GPTConfig carries the shape and window_pattern; everything else Frontier's model
+// makes a key (ModelArch) is Frontier's, written to config.json "frontier"."architecture" and read back on import.
+// A directory without that object is nanochat's own: of commit 535f664 (gate on 32 channels x 2, no smear) or, when
+// its weights hold smear_gate.weight, of commit 92d63d4 (smear, backout, a 12-channel 3*sigmoid gate, Q/K x 1.2).
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "model/gpt.h"
 #include "util/status.h"
@@ -43,10 +43,14 @@ nlohmann::json nanochat_gpt_config(const ModelShape& s);
 // the field.
 Status shape_from_gpt_config(const nlohmann::json& cfg, const std::string& path, ModelShape* out);
 
-// What the GPTConfig fields leave implicit and Frontier's model fixes (config.json
-// "frontier"."architecture").
+// Every architecture value of a model (config.json "frontier"."architecture"), Frontier's names.
 nlohmann::json frontier_architecture(const ModelShape& s);
-// An error naming the first field of arch (from a config.json at path) that differs from this build's model.
-Status check_frontier_architecture(const nlohmann::json& arch, const ModelShape& s, const std::string& path);
+// Sets s's architecture from such an object, each value checked by the model.* key's own parser; errors name path
+// and the field (an unknown field: exported by a newer Frontier).
+Status apply_frontier_architecture(const nlohmann::json& arch, const std::string& path, ModelShape* s);
+// The model.* key=value assignments that rebuild s's architecture in a config (import).
+std::vector<std::string> model_arch_sets(const ModelShape& s);
+// nanochat 92d63d4's levers on top of a GPTConfig's shape (a nanochat directory whose weights have smear_gate).
+void apply_nanochat_current(ModelShape* s);
 
 }  // namespace frontier

@@ -2,8 +2,10 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <numeric>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -30,31 +32,60 @@ struct AlignedBytes {
 // depth 8) 350 vs 420 ms of attention per step against 64, and 48 no better.
 constexpr int64_t kBlock = 96;
 
-// P (bq, nk) <- softmax over s <= t of S (already scaled), t = i0 + r; entries above the diagonal become 0.
-// Writes lse[r] = max + log(sum) when lse is given, else uses the given lse (backward recompute).
-void causal_softmax_rows(float* P, int64_t bq, int64_t nk, int64_t i0, float* lse_out, const float* lse_in) {
+// P (bq, nk) <- softmax over the keys row r sees, of S (already scaled) whose column j is key s0 + j: query
+// t = i0 + r sees keys [lo, t], lo = max(0, t - window) with a window, else 0; every other entry becomes 0.
+// Writes lse[r] = max + log(sum) when lse_out is given, else uses lse_in (backward recompute).
+void causal_softmax_rows(float* P, int64_t bq, int64_t nk, int64_t i0, int64_t s0, int64_t window, float* lse_out,
+                         const float* lse_in) {
   for (int64_t r = 0; r < bq; r++) {
     float* p = P + r * nk;
-    const int64_t n = i0 + r + 1;  // valid keys
+    const int64_t t = i0 + r, lo = (window > 0 ? std::max<int64_t>(0, t - window) : 0) - s0;
+    const int64_t hi = t + 1 - s0;  // visible columns [lo, hi)
+    for (int64_t j = 0; j < lo; j++) p[j] = 0.f;
+    float* pv = p + lo;
+    const int64_t n = hi - lo;
     if (lse_in) {
-      vmath::exp_shift_sum(p, p, -lse_in[r], n);
+      vmath::exp_shift_sum(pv, pv, -lse_in[r], n);
     } else {
-      const float mx = vmath::max_value(p, n);
-      const float sum = vmath::exp_shift_sum(p, p, -mx, n), inv = 1.f / sum;
-      for (int64_t s = 0; s < n; s++) p[s] *= inv;
+      const float mx = vmath::max_value(pv, n);
+      const float sum = vmath::exp_shift_sum(pv, pv, -mx, n), inv = 1.f / sum;
+      for (int64_t j = 0; j < n; j++) pv[j] *= inv;
       lse_out[r] = mx + std::log(sum);
     }
-    for (int64_t s = n; s < nk; s++) p[s] = 0.f;
+    for (int64_t j = hi; j < nk; j++) p[j] = 0.f;
   }
+}
+
+// Where a query block's keys start in the packed K^T / V: the first key any row of [i0, ...) sees,
+// max(0, i0 - window), rounded down to a multiple of align. Keys before it are never touched, so a layer with
+// window W costs O(T (W + kBlock)) instead of O(T^2 / 2). align = lcm(16, NR) keeps both offsets into the packed
+// buffers legal: whole NR-column panels of K^T (starting at s0 * Kpad elements, 64-byte aligned since s0 % 16 == 0)
+// and s0 rows into every NR-wide panel of V (even, on a bf16 pair, and 64-byte aligned).
+int64_t first_key(int64_t i0, int64_t window, int64_t align) {
+  return window > 0 && i0 > window ? (i0 - window) / align * align : 0;
+}
+
+// Byte offset of key s0 (s0 % NR == 0) in a buffer packed by gemm_pack_b with keys as its columns (K^T: D x T):
+// s0 / NR whole panels.
+int64_t packed_col_offset(Precision prec, int64_t D, int64_t s0) { return gemm_packed_b_bytes(prec, D, s0); }
+
+// Byte offset of key s0 (even) in a buffer packed with keys as its rows (V: T x D): s0 rows into the first panel.
+// gemm_prepacked_b given that pointer and the full packed depth T keeps the panel stride, so every panel is read
+// from its row s0 on (gemm.h: panel q at q * NR * Kpad elements, depth k at k * NR into it).
+int64_t packed_row_offset(Precision prec, int64_t s0) {
+  const GemmKernel& gk = gemm_kernel(prec);
+  return s0 * gk.NR * gk.elem_bytes();
 }
 
 }  // namespace
 
 void flash_attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, int64_t B,
-                             int64_t T, int64_t H, int64_t Hkv, int64_t D, Precision prec) {
-  FRONTIER_CHECK(H % Hkv == 0);
+                             int64_t T, int64_t H, int64_t Hkv, int64_t D, Precision prec, float scale,
+                             int64_t window) {
+  FRONTIER_CHECK(H % Hkv == 0 && window >= 0);
   const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
-  const float scale = 1.f / std::sqrt(static_cast<float>(D));
+  const int64_t align = std::lcm<int64_t>(16, gemm_kernel(prec).NR);
+  if (scale == 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel
   {
     std::vector<float> S(kBlock * T);
@@ -64,16 +95,19 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
       const int64_t b = bh / H, h = bh % H, hk = h / g;
       const float* K = k + (b * T * Hkv + hk) * D;  // rows stride Hkv*D
       const float* V = v + (b * T * Hkv + hk) * D;
-      // K^T and V packed once for every query block (a block's keys [0, i1) are a prefix of panels / rows).
+      // K^T and V packed once for every query block (a block's keys [s0, i1) are a range of panels / rows).
       gemm_pack_b(prec, true, D, T, K, Hkv * D, Kt.data());
       gemm_pack_b(prec, false, T, D, V, Hkv * D, Vp.data());
+      const char *Ktp = static_cast<const char*>(Kt.data()), *Vpp = static_cast<const char*>(Vp.data());
       for (int64_t blk = 0; blk < nblk; blk++) {
-        const int64_t i0 = blk * kBlock, i1 = std::min(T, i0 + kBlock), bq = i1 - i0, nk = i1;
+        const int64_t i0 = blk * kBlock, i1 = std::min(T, i0 + kBlock), bq = i1 - i0;
+        const int64_t s0 = first_key(i0, window, align), nk = i1 - s0;  // keys [s0, i1)
         const float* Q = q + ((b * T + i0) * H + h) * D;  // rows stride H*D
-        gemm_prepacked_b(prec, false, bq, nk, D, scale, Q, H * D, Kt.data(), D, 0.f, S.data(), nk);
-        causal_softmax_rows(S.data(), bq, nk, i0, lse + (b * H + h) * T + i0, nullptr);
-        gemm_prepacked_b(prec, false, bq, D, nk, 1.f, S.data(), nk, Vp.data(), T, 0.f, out + ((b * T + i0) * H + h) * D,
-                          H * D);
+        gemm_prepacked_b(prec, false, bq, nk, D, scale, Q, H * D, Ktp + packed_col_offset(prec, D, s0), D, 0.f,
+                         S.data(), nk);
+        causal_softmax_rows(S.data(), bq, nk, i0, s0, window, lse + (b * H + h) * T + i0, nullptr);
+        gemm_prepacked_b(prec, false, bq, D, nk, 1.f, S.data(), nk, Vpp + packed_row_offset(prec, s0), T, 0.f,
+                         out + ((b * T + i0) * H + h) * D, H * D);
       }
     }
   }
@@ -81,10 +115,11 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
 
 void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                               const float* q, const float* k, const float* v, int64_t B, int64_t T, int64_t H,
-                              int64_t Hkv, int64_t D, Precision prec) {
-  FRONTIER_CHECK(H % Hkv == 0);
+                              int64_t Hkv, int64_t D, Precision prec, float scale, int64_t window) {
+  FRONTIER_CHECK(H % Hkv == 0 && window >= 0);
   const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
-  const float scale = 1.f / std::sqrt(static_cast<float>(D));
+  const int64_t align = std::lcm<int64_t>(16, gemm_kernel(prec).NR);
+  if (scale == 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel
   {
     std::vector<float> P(kBlock * T), dP(kBlock * T);
@@ -99,16 +134,22 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
       gemm_pack_b(prec, true, D, T, K, Hkv * D, Kt.data());   // S = Q K^T
       gemm_pack_b(prec, true, D, T, V, Hkv * D, Vt.data());   // dP = dO V^T
       gemm_pack_b(prec, false, T, D, K, Hkv * D, Kp.data());  // dQ = dS K
+      const char *Ktp = static_cast<const char*>(Kt.data()), *Vtp = static_cast<const char*>(Vt.data());
+      const char* Kpp = static_cast<const char*>(Kp.data());
       for (int64_t h = hk * g; h < (hk + 1) * g; h++)
         for (int64_t blk = 0; blk < nblk; blk++) {
-          const int64_t i0 = blk * kBlock, i1 = std::min(T, i0 + kBlock), bq = i1 - i0, nk = i1;
+          const int64_t i0 = blk * kBlock, i1 = std::min(T, i0 + kBlock), bq = i1 - i0;
+          const int64_t s0 = first_key(i0, window, align), nk = i1 - s0;  // keys [s0, i1)
           const int64_t row0 = ((b * T + i0) * H + h) * D;  // rows stride H*D
           const float *Q = q + row0, *dO = dout + row0, *O = out + row0;
           float* dQ = dq + row0;
-          gemm_prepacked_b(prec, false, bq, nk, D, scale, Q, H * D, Kt.data(), D, 0.f, P.data(), nk);
-          causal_softmax_rows(P.data(), bq, nk, i0, nullptr, lse + (b * H + h) * T + i0);
-          gemm(prec, true, false, nk, D, bq, 1.f, P.data(), nk, dO, H * D, 1.f, dV, Hkv * D);  // dV += P^T dO
-          gemm_prepacked_b(prec, false, bq, nk, D, 1.f, dO, H * D, Vt.data(), D, 0.f, dP.data(), nk);  // dP = dO V^T
+          const int64_t kcol = packed_col_offset(prec, D, s0);
+          gemm_prepacked_b(prec, false, bq, nk, D, scale, Q, H * D, Ktp + kcol, D, 0.f, P.data(), nk);
+          causal_softmax_rows(P.data(), bq, nk, i0, s0, window, nullptr, lse + (b * H + h) * T + i0);
+          gemm(prec, true, false, nk, D, bq, 1.f, P.data(), nk, dO, H * D, 1.f, dV + s0 * Hkv * D,
+               Hkv * D);  // dV += P^T dO
+          gemm_prepacked_b(prec, false, bq, nk, D, 1.f, dO, H * D, Vtp + kcol, D, 0.f, dP.data(),
+                           nk);  // dP = dO V^T
           for (int64_t r = 0; r < bq; r++) {  // softmax backward: dS = P * (dP - rowsum(dO * O)) * scale
             float acc = 0;
             for (int64_t d = 0; d < D; d++) acc += dO[r * H * D + d] * O[r * H * D + d];
@@ -116,8 +157,10 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
             const float* dpr = dP.data() + r * nk;
             for (int64_t s = 0; s < nk; s++) pr[s] = pr[s] * (dpr[s] - acc) * scale;
           }
-          gemm_prepacked_b(prec, false, bq, D, nk, 1.f, P.data(), nk, Kp.data(), T, 1.f, dQ, H * D);  // dQ += dS K
-          gemm(prec, true, false, nk, D, bq, 1.f, P.data(), nk, Q, H * D, 1.f, dK, Hkv * D);         // dK += dS^T Q
+          gemm_prepacked_b(prec, false, bq, D, nk, 1.f, P.data(), nk, Kpp + packed_row_offset(prec, s0), T, 1.f, dQ,
+                           H * D);  // dQ += dS K
+          gemm(prec, true, false, nk, D, bq, 1.f, P.data(), nk, Q, H * D, 1.f, dK + s0 * Hkv * D,
+               Hkv * D);  // dK += dS^T Q
         }
     }
   }

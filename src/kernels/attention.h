@@ -1,19 +1,27 @@
 // Causal attention on the fast GEMM, tiled over query blocks (flash-attention style): no (T, T) matrix is kept.
 // Forward stores out and the per-row log-sum-exp; backward recomputes each block's probabilities from them.
 //
-//   q (B, T, H, D); k, v (B, T, Hkv, D), H % Hkv == 0 (query head h reads kv head h / (H / Hkv)); scale 1/sqrt(D).
+//   q (B, T, H, D); k, v (B, T, Hkv, D), H % Hkv == 0 (query head h reads kv head h / (H / Hkv)).
 //   flash_attention_forward(out, lse, q, k, v, B, T, H, Hkv, D, prec);     // out (B, T, H, D), lse (B, H, T)
 //   flash_attention_backward(dq, dk, dv, dout, out, lse, q, k, v, B, T, H, Hkv, D, prec);   // accumulates (+=)
+//   flash_attention_forward(out, lse, q, k, v, B, T, H, Hkv, D, prec, 0.f, 512);   // sliding window of 512
+//
+// Scores are scale * q.k, scale = 0 meaning 1/sqrt(D). window W > 0: query t sees keys max(0, t - W) <= s <= t
+// (FlashAttention's window_size=(W, 0), causal), W = 0 or W >= T the full causal attention (bit-identical to
+// leaving it out). Backward takes the forward's scale and window.
 //
 // prec = kBf16 runs the five products (Q K^T, P V; backward also dO V^T, dS K, P^T dO, dS^T Q) as bf16 GEMMs;
 // softmax, the log-sum-exp and dS = P (dP - rowsum(dO O)) stay fp32 (as PyTorch's bf16 autocast keeps softmax).
 //
-// A block of kBlock query rows [i0, i1) attends to keys [0, i1): S = scale Q K^T (kBlock x i1) in a per-thread
-// scratch, masked softmax, O = P V; so FLOPs are about half of the full T x T product, all on the GEMM microkernel.
-// K^T, V (and V^T, K in backward) are packed once per task into the GEMM's B layout and reused by every query
-// block (gemm_prepacked_b): re-packing them per block cost about a third of the time. Work splits over
-// (batch, head) forward and (batch, kv head) backward, so every output element is written
-// by one task in a fixed order: results do not depend on the thread count. Matches ref::attention_* (ops/attention.h).
+// A block of kBlock query rows [i0, i1) attends to keys [s0, i1): S = scale Q K^T (kBlock x (i1 - s0)) in a
+// per-thread scratch, masked softmax, O = P V; so FLOPs are about half of the full T x T product, all on the GEMM
+// microkernel. s0 = 0 without a window; with one, max(0, i0 - W) rounded down to the packed layout's granule (16
+// keys, or NR if larger), so keys no row of the block sees are skipped: a layer costs O(T (W + kBlock) D), not
+// O(T^2 D). K^T, V (and V^T, K in backward) are packed once per task into the GEMM's B layout and reused by every
+// query block (gemm_prepacked_b, from the panel or row of key s0): re-packing them per block cost about a third of
+// the time. Work splits over (batch, head) forward and (batch, kv head) backward, so every output element is
+// written by one task in a fixed order: results do not depend on the thread count. Matches ref::attention_*
+// (ops/attention.h).
 #pragma once
 
 #include <cstdint>
@@ -23,10 +31,12 @@
 namespace frontier {
 
 void flash_attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, int64_t B,
-                             int64_t T, int64_t H, int64_t Hkv, int64_t D, Precision prec = Precision::kFp32);
+                             int64_t T, int64_t H, int64_t Hkv, int64_t D, Precision prec = Precision::kFp32,
+                             float scale = 0.f, int64_t window = 0);
 
 void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                               const float* q, const float* k, const float* v, int64_t B, int64_t T, int64_t H,
-                              int64_t Hkv, int64_t D, Precision prec = Precision::kFp32);
+                              int64_t Hkv, int64_t D, Precision prec = Precision::kFp32, float scale = 0.f,
+                              int64_t window = 0);
 
 }  // namespace frontier

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "ops/rope.h"
+#include "model/blocks.h"
 #include "util/status.h"
 
 namespace frontier {
@@ -33,43 +33,37 @@ struct Rng {  // splitmix64; uniform in [0, 1) and Box-Muller normals
 }  // namespace
 
 std::vector<ParamInfo> Gpt::param_table(const ModelShape& s) {
-  const int64_t C = s.dim, V = s.vocab_size, D = s.head_dim, H = s.n_head, Hkv = s.n_kv_head;
-  std::vector<ParamInfo> table_;
-  auto add = [&](std::string name, std::vector<int64_t> shape, ParamGroup g) {
-    ParamInfo p{std::move(name), std::move(shape), g};
-    table_.push_back(p);
+  std::vector<ParamInfo> table;
+  const AddParam add = [&](std::string name, std::vector<int64_t> shape, ParamGroup g) {
+    table.push_back(ParamInfo{std::move(name), std::move(shape), g});
   };
-  add("wte", {V, C}, ParamGroup::kEmbedding);
+  add_embedding_params(s, add);
   for (int i = 0; i < s.depth; i++) {
-    std::string p = "h." + std::to_string(i) + ".";
-    add(p + "attn.c_q", {H * D, C}, ParamGroup::kMatrix);
-    add(p + "attn.c_k", {Hkv * D, C}, ParamGroup::kMatrix);
-    add(p + "attn.c_v", {Hkv * D, C}, ParamGroup::kMatrix);
-    add(p + "attn.c_proj", {C, H * D}, ParamGroup::kMatrix);
-    if (has_value_embed(i, s.depth)) add(p + "attn.ve_gate", {Hkv, kGateChannels}, ParamGroup::kMatrix);
-    add(p + "mlp.c_fc", {4 * C, C}, ParamGroup::kMatrix);
-    add(p + "mlp.c_proj", {C, 4 * C}, ParamGroup::kMatrix);
+    add_attention_params(s, i, add);
+    add_mlp_params(s, i, add);
   }
-  for (int i = 0; i < s.depth; i++)
-    if (has_value_embed(i, s.depth)) add("value_embeds." + std::to_string(i), {V, Hkv * D}, ParamGroup::kValueEmbed);
-  add("lm_head", {V, C}, ParamGroup::kLmHead);
+  add_value_embed_params(s, add);
+  add_head_params(s, add);
   add("resid_lambdas", {s.depth}, ParamGroup::kScalar);
   add("x0_lambdas", {s.depth}, ParamGroup::kScalar);
+  if (s.arch.smear) {
+    add("smear_gate", {1, kSmearChannels}, ParamGroup::kScalar);  // nanochat's Linear(24, 1), in its AdamW group
+    add("smear_lambda", {1}, ParamGroup::kScalar);
+  }
+  if (s.arch.backout) add("backout_lambda", {1}, ParamGroup::kScalar);
   int64_t off = 0;
-  for (auto& p : table_) {
+  for (auto& p : table) {
     p.offset = off;
     off += p.numel();
   }
-  return table_;
+  return table;
 }
 
 Gpt::Gpt(const ModelShape& s) : s_(s), table_(param_table(s)) {
   const int64_t n = table_.back().offset + table_.back().numel();
   w_.assign(n, 0.f);
   g_.assign(n, 0.f);
-  cos_.resize(static_cast<size_t>(s.seq_len) * s.head_dim / 2);
-  sin_.resize(cos_.size());
-  ref::rope_tables(cos_.data(), sin_.data(), s.seq_len, s.head_dim, 100000.0);
+  rope_tables_for(s, &cos_, &sin_);
 }
 
 const ParamInfo& Gpt::param(const std::string& name) const {
@@ -79,10 +73,13 @@ const ParamInfo& Gpt::param(const std::string& name) const {
   return table_[0];
 }
 
-// nanochat: wte ~ N(0, 0.8); lm_head ~ N(0, 0.001); q, k, v, value embeddings ~ U(-s, s) with s = sqrt(3/C)
+// nanochat: wte ~ N(0, 0.8) (tied to the head: N(0, 1/sqrt(C)), so the first logits are O(1), not O(sqrt(C)));
+// lm_head ~ N(0, 0.001); q, k, v, value embeddings ~ U(-s, s) with s = sqrt(3/C)
 // (std 1/sqrt(C)); c_fc ~ U(-0.4 s, 0.4 s); output projections and ve_gate zero; lambdas on a schedule over depth
 // (nanochat): resid_lambdas[i] = 1.15 - 0.10 i/(L-1) (stronger residual early), x0_lambdas[i] = 0.20 - 0.15 i/(L-1)
-// (more input-embedding blending early).
+// (more input-embedding blending early). Variants: smear_gate ~ U(0, 0.02), smear_lambda 0, backout_lambda 0.2
+// (nanochat 92d63d4); ve_gate ~ U(0, model.ve_gate_init); n-gram tables zero (the model starts as without them);
+// a router ~ U(-s, s) (a zero router ties every expert); experts as the dense MLP (c_fc 0.4 s, c_proj zero).
 void Gpt::init_nanochat(uint64_t seed) {
   Rng rng{seed};
   const double s = std::sqrt(3.0 / s_.dim);
@@ -100,62 +97,84 @@ void Gpt::init_nanochat(uint64_t seed) {
       size_t l = std::strlen(suf);
       return nm.size() >= l && nm.compare(nm.size() - l, l, suf) == 0;
     };
-    if (nm == "wte") fill_normal(0.8);
+    if (nm == "wte") fill_normal(s_.arch.tie_embeddings ? 1.0 / std::sqrt(double(s_.dim)) : 0.8);
     else if (nm == "lm_head") fill_normal(0.001);
     else if (nm == "resid_lambdas" || nm == "x0_lambdas") {
       const double denom = std::max(s_.depth - 1, 1);
       for (int64_t i = 0; i < n; i++)
         w[i] = static_cast<float>(nm == "resid_lambdas" ? 1.15 - 0.10 * i / denom : 0.20 - 0.15 * i / denom);
     }
-    else if (ends("c_q") || ends("c_k") || ends("c_v") || nm.rfind("value_embeds.", 0) == 0) fill_uniform(s);
-    else if (ends("mlp.c_fc")) fill_uniform(0.4 * s);
-    else std::fill(w, w + n, 0.f);  // attn.c_proj, mlp.c_proj, ve_gate
+    else if (ends("c_q") || ends("c_k") || ends("c_v") || nm.rfind("value_embeds.", 0) == 0 || ends("router"))
+      fill_uniform(s);
+    else if (ends("c_fc")) fill_uniform(0.4 * s);  // mlp.c_fc, mlp.experts.{e}.c_fc
+    else if (nm == "smear_gate") for (int64_t i = 0; i < n; i++) w[i] = static_cast<float>(0.02 * rng.uniform());
+    else if (nm == "backout_lambda") w[0] = 0.2f;
+    else if (ends("ve_gate") && s_.arch.ve_gate_init > 0)
+      for (int64_t i = 0; i < n; i++) w[i] = static_cast<float>(s_.arch.ve_gate_init * rng.uniform());
+    else std::fill(w, w + n, 0.f);  // attn.c_proj, mlp.c_proj, ve_gate, smear_lambda, n-gram tables
   }
 }
 
 double Gpt::flops_per_token() const {
+  double n = 0;
+  const double active = s_.arch.moe_experts ? double(s_.arch.moe_top_k) / s_.arch.moe_experts : 1.0;
+  for (const auto& p : table_)
+    if (p.group == ParamGroup::kMatrix || p.group == ParamGroup::kLmHead)
+      n += p.name.find(".experts.") != std::string::npos ? active * p.numel() : p.numel();
+  if (s_.arch.tie_embeddings) n += param("wte").numel();  // the head's GEMM
+  double attn = 0;  // nanochat: 12 H D x the keys a query sees, min(window, T) per layer
+  for (int i = 0; i < s_.depth; i++) {
+    const int w = s_.window(i);
+    attn += 12.0 * s_.n_head * s_.head_dim * (w > 0 ? std::min(w, s_.seq_len) : s_.seq_len);
+  }
+  return 6.0 * n + attn;
+}
+
+int64_t Gpt::n_active_params() const {
   int64_t n = 0;
   for (const auto& p : table_)
-    if (p.group == ParamGroup::kMatrix || p.group == ParamGroup::kLmHead) n += p.numel();
-  return 6.0 * n + 12.0 * s_.depth * s_.n_head * s_.head_dim * static_cast<double>(s_.seq_len);
+    n += p.name.find(".experts.") != std::string::npos
+             ? p.numel() * s_.arch.moe_top_k / std::max(1, s_.arch.moe_experts)
+             : p.numel();
+  return n;
 }
 
 Var Gpt::forward(Tape& t, const int32_t* idx, const int32_t* targets, int B, int T, Var* logits_out,
-                  float* row_losses) {
+                 float* row_losses) {
   FRONTIER_CHECK(T <= s_.seq_len);
-  const int64_t D = s_.head_dim, H = s_.n_head, Hkv = s_.n_kv_head, N = int64_t(B) * T;
-  auto P = [&](const std::string& name) {
+  const ParamFn P = [&](const std::string& name) {
     const ParamInfo& p = param(name);
     return t.param(w_.data() + p.offset, g_.data() + p.offset, p.shape);
   };
+  const ParamViewFn PV = [&](const std::string& first, std::vector<int64_t> shape) {
+    const ParamInfo& p = param(first);
+    return t.param(w_.data() + p.offset, g_.data() + p.offset, std::move(shape));
+  };
+  const BlockCtx c{t, s_, P, PV, idx, B, T, loss_seed_};
   Var resid = P("resid_lambdas"), x0l = P("x0_lambdas");
-  Var x = rmsnorm(t, embedding(t, idx, N, P("wte")), kNormEps);  // (N, C)
-  Var x0 = x;
+  Var x = embed_tokens(c);  // (N, C)
+  Var x0 = x, x_mid = x;
   for (int i = 0; i < s_.depth; i++) {
-    std::string p = "h." + std::to_string(i) + ".";
     x = scale_add(t, x, resid, i, x0, x0l, i);  // resid_lambdas[i] * x + x0_lambdas[i] * x0
-    Var h = rmsnorm(t, x, kNormEps);
-    Var q = reshape(t, linear(t, h, P(p + "attn.c_q")), {B, T, H, D});
-    Var k = reshape(t, linear(t, h, P(p + "attn.c_k")), {B, T, Hkv, D});
-    Var v = reshape(t, linear(t, h, P(p + "attn.c_v")), {B, T, Hkv, D});
-    if (has_value_embed(i, s_.depth)) {
-      Var ve = reshape(t, embedding(t, idx, N, P("value_embeds." + std::to_string(i))), {B, T, Hkv, D});
-      Var gate = linear(t, slice_last(t, h, 0, kGateChannels), P(p + "attn.ve_gate"));  // (N, Hkv)
-      v = gated_add(t, v, gate, ve);
+    x = add(t, x, attention(c, i, rmsnorm(t, x, kNormEps), cos_.data(), sin_.data()));
+    MoeStats st;
+    x = add(t, x, mlp(c, i, rmsnorm(t, x, kNormEps), s_.is_moe(i) ? &st : nullptr));
+    if (s_.is_moe(i)) {
+      auto& m = moe_totals_;
+      m.tokens_per_expert.resize(st.tokens_per_expert.size());
+      for (size_t e = 0; e < st.tokens_per_expert.size(); e++) m.tokens_per_expert[e] += st.tokens_per_expert[e];
+      m.dropped += st.dropped;
+      m.aux_loss += st.aux_loss;
+      m.calls++;
     }
-    q = rope_rmsnorm(t, q, cos_.data(), sin_.data(), kNormEps);  // QK-norm after rotary, fused
-    k = rope_rmsnorm(t, k, cos_.data(), sin_.data(), kNormEps);
-    Var y = reshape(t, causal_attention(t, q, k, v), {N, H * D});
-    x = add(t, x, linear(t, y, P(p + "attn.c_proj")));
-    Var m = linear(t, relu2(t, linear(t, rmsnorm(t, x, kNormEps), P(p + "mlp.c_fc"))), P(p + "mlp.c_proj"));
-    x = add(t, x, m);
+    if (i == s_.depth / 2) x_mid = x;  // nanochat's backout layer
   }
-  if (s_.ce_vocab_chunk > 0 && !logits_out)  // (N, V) logits never stored
-    return lm_head_softcap_ce(t, rmsnorm(t, x, kNormEps), P("lm_head"), targets, kSoftcap, s_.ce_vocab_chunk,
-                              row_losses);
-  Var logits = linear(t, rmsnorm(t, x, kNormEps), P("lm_head"));  // (N, V)
-  if (logits_out) *logits_out = logits;
-  return softcap_cross_entropy(t, logits, targets, kSoftcap, row_losses);
+  if (s_.arch.backout) x = axpy(t, x, x_mid, P("backout_lambda"), 0, -1.f);  // x - backout_lambda * x_mid
+  // Multi-token prediction in training only: evaluations (row losses or logits asked for) score the next token.
+  static const std::vector<float> kNone;
+  const bool training = !logits_out && !row_losses && s_.arch.mtp_heads > 0;
+  return head_loss(c, rmsnorm(t, x, kNormEps), targets, training ? mtp_weights_ : kNone, logits_out, row_losses,
+                   &mtp_targets_);
 }
 
 }  // namespace frontier

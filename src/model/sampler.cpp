@@ -41,6 +41,9 @@ Sampler::Sampler(const Gpt& gpt) : gpt_(gpt) {
   const auto& s = gpt.shape();
   kcache_.assign(static_cast<size_t>(s.depth) * s.seq_len * s.n_kv_head * s.head_dim, 0.f);
   vcache_.assign(kcache_.size(), 0.f);
+  const ModelArch& a = s.arch;
+  cached_ = !a.smear && !a.backout && a.ngram_orders.empty() && !a.key_offset && a.mlp == MlpKind::kRelu2 &&
+            a.moe_experts == 0;
 }
 
 const float* Sampler::w(const std::string& name) const {
@@ -52,8 +55,25 @@ void Sampler::push(uint32_t token, std::vector<float>* logits) {
   FRONTIER_CHECK(pos_ < s.seq_len && static_cast<int>(token) < s.vocab_size);
   const int64_t C = s.dim, D = s.head_dim, H = s.n_head, Hkv = s.n_kv_head, V = s.vocab_size, L = s.depth;
   const int64_t t = pos_, g = H / Hkv;
+  if (!cached_) {  // the whole prefix through the training forward; the last row's logits
+    history_.push_back(static_cast<int32_t>(token));
+    const int n = static_cast<int>(history_.size());
+    std::vector<int32_t> y(n, -1);
+    std::vector<float> rows(n);
+    Tape tape;
+    Var z;
+    const_cast<Gpt&>(gpt_).forward(tape, history_.data(), y.data(), 1, n, &z, rows.data());
+    const float* last = tape.value(z) + int64_t(n - 1) * V;
+    logits->assign(last, last + V);
+    const float cap = static_cast<float>(s.arch.softcap);
+    if (cap > 0)
+      for (auto& v : *logits) v = cap * std::tanh(v / cap);
+    pos_++;
+    return;
+  }
+  const int64_t M = s.mlp_dim;
   std::vector<float> x(C), x0(C), h(C), q(H * D), k(Hkv * D), v(Hkv * D), y(H * D), tmp(std::max(C, H * D)),
-      fc(4 * C), att(t + 1), gate(Hkv);
+      fc(M), att(t + 1), gate(Hkv);
   rmsnorm_row(x.data(), w("wte") + token * C, C);
   x0 = x;
   const float *rl = w("resid_lambdas"), *xl = w("x0_lambdas");
@@ -64,11 +84,11 @@ void Sampler::push(uint32_t token, std::vector<float>* logits) {
     gemv(q.data(), h.data(), w(p + "attn.c_q"), H * D, C);
     gemv(k.data(), h.data(), w(p + "attn.c_k"), Hkv * D, C);
     gemv(v.data(), h.data(), w(p + "attn.c_v"), Hkv * D, C);
-    if (has_value_embed(static_cast<int>(i), L)) {
-      gemv(gate.data(), h.data(), w(p + "attn.ve_gate"), Hkv, Gpt::kGateChannels);
+    if (s.has_ve(static_cast<int>(i))) {
+      gemv(gate.data(), h.data(), w(p + "attn.ve_gate"), Hkv, s.arch.ve_gate_channels);
       const float* ve = w("value_embeds." + std::to_string(i)) + token * Hkv * D;
       for (int64_t hk = 0; hk < Hkv; hk++) {
-        float gt = 2.f / (1.f + std::exp(-gate[hk]));
+        float gt = static_cast<float>(s.arch.ve_gate_scale) / (1.f + std::exp(-gate[hk]));
         for (int64_t d = 0; d < D; d++) v[hk * D + d] += gt * ve[hk * D + d];
       }
     }
@@ -81,21 +101,24 @@ void Sampler::push(uint32_t token, std::vector<float>* logits) {
     float* vc = vcache_.data() + (i * s.seq_len) * Hkv * D;
     for (int64_t hk = 0; hk < Hkv; hk++) rmsnorm_row(kc + (t * Hkv + hk) * D, tmp.data() + hk * D, D);
     std::copy(v.begin(), v.end(), vc + t * Hkv * D);
-    // attention of the new query over cached positions 0..t
-    const float scale = 1.f / std::sqrt(static_cast<float>(D));
+    // attention of the new query over cached positions max(0, t - window)..t
+    const float scale = s.arch.qk_scale == 1.0 ? 1.f / std::sqrt(static_cast<float>(D))
+                                               : static_cast<float>(s.arch.qk_scale * s.arch.qk_scale /
+                                                                    std::sqrt(static_cast<double>(D)));
+    const int64_t win = s.window(static_cast<int>(i)), u0 = win > 0 ? std::max<int64_t>(0, t - win) : 0;
     for (int64_t hh = 0; hh < H; hh++) {
       const int64_t hk = hh / g;
       float mx = -INFINITY;
-      for (int64_t u = 0; u <= t; u++) {
+      for (int64_t u = u0; u <= t; u++) {
         float dot = 0;
         for (int64_t d = 0; d < D; d++) dot += q[hh * D + d] * kc[(u * Hkv + hk) * D + d];
         att[u] = dot * scale;
         mx = std::max(mx, att[u]);
       }
       float sum = 0;
-      for (int64_t u = 0; u <= t; u++) sum += (att[u] = std::exp(att[u] - mx));
+      for (int64_t u = u0; u <= t; u++) sum += (att[u] = std::exp(att[u] - mx));
       for (int64_t d = 0; d < D; d++) y[hh * D + d] = 0;
-      for (int64_t u = 0; u <= t; u++) {
+      for (int64_t u = u0; u <= t; u++) {
         const float a = att[u] / sum;
         for (int64_t d = 0; d < D; d++) y[hh * D + d] += a * vc[(u * Hkv + hk) * D + d];
       }
@@ -103,15 +126,17 @@ void Sampler::push(uint32_t token, std::vector<float>* logits) {
     gemv(tmp.data(), y.data(), w(p + "attn.c_proj"), C, H * D);
     for (int64_t c = 0; c < C; c++) x[c] += tmp[c];
     rmsnorm_row(h.data(), x.data(), C);
-    gemv(fc.data(), h.data(), w(p + "mlp.c_fc"), 4 * C, C);
-    ref::relu2_forward(fc.data(), fc.data(), 4 * C);
-    gemv(tmp.data(), fc.data(), w(p + "mlp.c_proj"), C, 4 * C);
+    gemv(fc.data(), h.data(), w(p + "mlp.c_fc"), M, C);
+    ref::relu2_forward(fc.data(), fc.data(), M);
+    gemv(tmp.data(), fc.data(), w(p + "mlp.c_proj"), C, M);
     for (int64_t c = 0; c < C; c++) x[c] += tmp[c];
   }
   rmsnorm_row(h.data(), x.data(), C);
   logits->resize(V);
-  gemv(logits->data(), h.data(), w("lm_head"), V, C);
-  for (auto& z : *logits) z = Gpt::kSoftcap * std::tanh(z / Gpt::kSoftcap);
+  gemv(logits->data(), h.data(), w(s.arch.tie_embeddings ? "wte" : "lm_head"), V, C);
+  const float cap = static_cast<float>(s.arch.softcap);
+  if (cap > 0)
+    for (auto& z : *logits) z = cap * std::tanh(z / cap);
   pos_++;
 }
 

@@ -8,7 +8,9 @@
 //   uint32_t next = s.sample(logits, /*temperature=*/0.8f, /*top_k=*/50, &rng);
 //
 // Sampling: temperature 0 is greedy (argmax, lowest id on ties); otherwise softmax(logits / temperature) over the
-// top_k largest logits (0 = all). The RNG is a fixed splitmix64, so a seed gives the same text on every machine.
+// top_k largest logits (0 = all). The KV-cache path covers windows, the QK scale, partial RoPE, the value-embedding
+// layout and gate, the MLP width, softcap and a tied head; smear, backout, n-gram tables, the key offset, gated or
+// leaky MLPs and experts run the whole prefix through Gpt::forward instead (same logits, O(T^2) per token). The RNG is a fixed splitmix64, so a seed gives the same text on every machine.
 // temperature must be finite and >= 0, top_k >= 0 (a CHECK: callers validate user input first).
 #pragma once
 
@@ -31,7 +33,10 @@ class Sampler {
   void push(uint32_t token, std::vector<float>* logits);
   int64_t position() const { return pos_; }
   int64_t capacity() const { return gpt_.shape().seq_len; }
-  void reset() { pos_ = 0; }
+  void reset() {
+    pos_ = 0;
+    history_.clear();
+  }
   static uint32_t sample(const std::vector<float>& logits, float temperature, int top_k, SampleRng* rng);
 
  private:
@@ -39,6 +44,8 @@ class Sampler {
   const float* w(const std::string& name) const;
   int64_t pos_ = 0;
   std::vector<float> kcache_, vcache_;  // (L, seq_len, Hkv, D)
+  bool cached_ = true;                   // the KV-cache path covers this architecture (else: full forward)
+  std::vector<int32_t> history_;         // the tokens so far, for the full-forward path
 };
 
 }  // namespace frontier

@@ -91,6 +91,8 @@ AdamGroupInfo Optimizer::adam_settings(const ParamInfo& p) const {
       return {cfg_.embedding_lr * scale, cfg_.adam_beta1, cfg_.adam_beta2, cfg_.adam_eps, 0};
     case ParamGroup::kScalar:
       if (p.name == "x0_lambdas") return {cfg_.scalar_lr, 0.96f, 0.95f, cfg_.adam_eps, 0};
+      // nanochat 92d63d4's smear / backout group: AdamW lr 0.2, betas (0.8, 0.95), no decay.
+      if (p.name.rfind("smear_", 0) == 0 || p.name == "backout_lambda") return {0.2f, 0.8f, 0.95f, cfg_.adam_eps, 0};
       return {cfg_.scalar_lr * 0.01f, cfg_.adam_beta1, cfg_.adam_beta2, cfg_.adam_eps, 0};
     default: return {0, 0, 0, 0, 0};
   }

@@ -52,6 +52,31 @@ double peak_rss_mb() {
   return ru.ru_maxrss / 1024.0;  // KiB on Linux
 }
 
+// train.mtp_weights: k comma-separated weights >= 0 for model.mtp_heads = k ("" = 0.5, 0.25, ...).
+Status parse_mtp_weights(const std::string& text, int k, std::vector<float>* out) {
+  out->clear();
+  if (text.empty()) {
+    for (int j = 1; j <= k; j++) out->push_back(static_cast<float>(std::pow(0.5, j)));
+    return ok_status();
+  }
+  for (size_t i = 0; i <= text.size();) {
+    size_t j = text.find(',', i);
+    if (j == std::string::npos) j = text.size();
+    const std::string tok = text.substr(i, j - i);
+    char* end = nullptr;
+    const double w = std::strtod(tok.c_str(), &end);
+    if (tok.empty() || *end != '\0' || !(w >= 0) || w > 100)
+      return Status::error("train.mtp_weights is '" + text.substr(0, 40) + "'; use comma-separated weights in [0, 100], "
+                           "one per extra target (model.mtp_heads)");
+    out->push_back(static_cast<float>(w));
+    i = j + 1;
+  }
+  if (static_cast<int>(out->size()) != k)
+    return Status::error("train.mtp_weights has " + std::to_string(out->size()) + " weights, but model.mtp_heads is " +
+                         std::to_string(k) + " (one weight per extra target)");
+  return ok_status();
+}
+
 // LR multiplier on time progress: linear warmup, constant, linear warmdown to final_frac (nanochat get_lr_multiplier).
 double lr_multiplier(double progress, double warmup, double warmdown, double final_frac) {
   if (warmup > 0 && progress < warmup) return (progress + 1e-9) / warmup;
@@ -114,6 +139,10 @@ ConfigSchema train_schema() {
               "budget_mode = probe: the step time to divide the budget by (0 = measure it; the run records what it "
               "measured here, and `frontier research` passes one probe to every trial of the same speed)",
               {0, 1e9});
+  s.add_string("train.mtp_weights", "",
+               "multi-token prediction: weights of the extra targets t+2 .. t+k+1, comma-separated (\"\" = 0.5^j); "
+               "extra target j fades linearly to 0 over the j-th from last of k+1 equal parts of the budget "
+               "(modded-nanogpt's [1, 0.5, 0.25] -> [1, 0.5] -> [1])");
   s.add_int("train.seed", 42, "initialisation and data-order seed", {0, 9.2e18});
   s.add_int("train.threads", 0, "threads (0 = all cores)", {0, 4096});
   s.add_string("train.run_dir", "", "run directory (default runs/<date>-<time>)");
@@ -361,6 +390,7 @@ class TrainRun {
   Status exchange_gradients(double* loss_sum);
   void note_not_saved(const std::string& what, const Status& why);
   void fill_summary(TrainSummary* s);
+  std::vector<float> mtp_weights_at(double progress) const;
 
   Config cfg_;  // a copy: model.vocab_size = 0 becomes the data's
   TrainOptions opt_;
@@ -399,7 +429,21 @@ class TrainRun {
   double probe_step_s_ = 0;  // budget_mode = probe
   int stop_signal_ = 0;
   std::string not_saved_;
+  std::vector<float> mtp_base_;  // model.mtp_heads > 0: train.mtp_weights (before the anneal)
 };
+
+// Extra target j of k (1-based) keeps its weight until (k - j) / (k + 1) of the run, then fades linearly to 0 at
+// (k - j + 1) / (k + 1): for k = 2, [0.5, 0.25 -> 0] over the first third, [0.5 -> 0] over the second, none after.
+std::vector<float> TrainRun::mtp_weights_at(double progress) const {
+  const int k = static_cast<int>(mtp_base_.size());
+  std::vector<float> w(k);
+  for (int j = 1; j <= k; j++) {
+    const double start = double(k - j) / (k + 1), end = double(k - j + 1) / (k + 1);
+    const double f = progress <= start ? 1.0 : progress >= end ? 0.0 : (end - progress) / (end - start);
+    w[j - 1] = static_cast<float>(mtp_base_[j - 1] * f);
+  }
+  return w;
+}
 
 Status TrainRun::setup() {
   if (!root()) std::freopen("/dev/null", "w", stdout);  // rank 0 prints for the job
@@ -438,6 +482,10 @@ Status TrainRun::setup() {
                                                                 : ceil.source;
   const OptimConfig& oc = optim_->config();
   std::printf("model: %s\n", shape_.describe().c_str());
+  if (!shape_.describe_arch().empty()) std::printf("architecture: %s\n", shape_.describe_arch().c_str());
+  if (shape_.arch.moe_experts)
+    std::printf("experts: %.3fM active of %.3fM parameters (FLOPs and MFU count the active ones)\n",
+                gpt_->n_active_params() / 1e6, gpt_->n_params() / 1e6);
   std::printf("params: %.3fM total = matrices %.3fM + embeddings %.3fM + lm_head %.3fM + scalars %lld\n",
               gpt_->n_params() / 1e6, n_matrix / 1e6, n_emb / 1e6, n_head / 1e6, static_cast<long long>(n_scalar));
   std::printf("%s\n", kernels_banner().c_str());
@@ -475,6 +523,7 @@ Status TrainRun::setup_local() {
   const int64_t data_vocab = static_cast<int64_t>(data_.tokenizer().vocab_size());
   if (cfg_.get_int("model.vocab_size") == 0) cfg_.set("model.vocab_size", data_vocab);
   FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg_, &shape_));
+  FRONTIER_RETURN_IF_ERROR(parse_mtp_weights(cfg_.get_string("train.mtp_weights"), shape_.arch.mtp_heads, &mtp_base_));
   const int R = comm_.size();
   budget_ = cfg_.get_float("train.budget_seconds");
   B_ = static_cast<int>(cfg_.get_int("train.micro_batch"));
@@ -904,6 +953,8 @@ Status TrainRun::run_steps() {
         }
         Tape tape;
         tape.set_precision(prec_);
+        gpt_->mtp_weights() = mtp_weights_at(progress);
+        gpt_->set_loss_seed(grad_scale);
         Var loss = gpt_->forward(tape, x.data(), y.data(), B_, T_);
         if (overlap_ && j == k - 1 && a + k >= accum_) {  // the step's last backward: buckets go as they are final
           exchange_.plan_buckets(tape, bucket_bytes);

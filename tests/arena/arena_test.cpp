@@ -121,11 +121,11 @@ Arena& arena() {
       fs::create_directories(fs::path(fork + "/" + f).parent_path());
       fs::copy_file(source_dir() + "/" + f, fork + "/" + f, fs::copy_options::overwrite_existing);
     }
-    std::string gpt_h = read(fork + "/src/model/gpt.h");
-    const std::string from = "static constexpr float kSoftcap = 15.f;";
+    std::string gpt_h = read(fork + "/src/model/model_config.h");
+    const std::string from = "constexpr double kDefaultSoftcap = 15.0;";
     EXPECT_NE(gpt_h.find(from), std::string::npos);
-    gpt_h.replace(gpt_h.find(from), from.size(), "static constexpr float kSoftcap = 30.f;  // fork: a wider softcap");
-    write_text(fork + "/src/model/gpt.h", gpt_h);
+    gpt_h.replace(gpt_h.find(from), from.size(), "constexpr double kDefaultSoftcap = 30.0;  // fork: a wider softcap");
+    write_text(fork + "/src/model/model_config.h", gpt_h);
     sh("git init -q " + fork);
     a.fork_commit = git_commit_all(fork, "fork: softcap 30");
 
@@ -267,8 +267,8 @@ TEST(ArenaE2E, ForkIsBuiltFromItsCommit) {
   nlohmann::json d = nlohmann::json::parse(r.details);
   EXPECT_EQ(d["commit"], a.fork_commit);  // the short id given was resolved and recorded in full
   EXPECT_GT(r.build_s, 0);
-  const std::string src = d["work_dir"].get<std::string>() + "/src/src/model/gpt.h";
-  EXPECT_NE(read(src).find("kSoftcap = 30.f"), std::string::npos);
+  const std::string src = d["work_dir"].get<std::string>() + "/src/src/model/model_config.h";
+  EXPECT_NE(read(src).find("kDefaultSoftcap = 30.0"), std::string::npos);
   EXPECT_TRUE(fs::exists(d["work_dir"].get<std::string>() + "/build/frontier"));
   EXPECT_EQ(r.log_sha256.size(), 64u);
 }

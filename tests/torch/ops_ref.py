@@ -39,14 +39,17 @@ def rotary_tables(T, D, base):
     return freqs.cos()[None, :, None, :], freqs.sin()[None, :, None, :]
 
 
-def causal_attention(q, k, v):  # (B, T, H, D), GQA by repeating kv heads
+def causal_attention(q, k, v, scale=0.0, window=0):  # (B, T, H, D), GQA by repeating kv heads
+    """scale 0 means 1/sqrt(D); window W > 0: query t sees keys t - W <= s <= t (flash-attn window_size=(W, 0))."""
     B, T, H, D = q.shape
     Hkv = k.shape[2]
     k = k.repeat_interleave(H // Hkv, dim=2)
     v = v.repeat_interleave(H // Hkv, dim=2)
     q, k, v = (x.transpose(1, 2) for x in (q, k, v))  # (B, H, T, D)
-    att = (q @ k.transpose(-2, -1)) / D**0.5
+    att = (q @ k.transpose(-2, -1)) * (scale if scale else 1 / D**0.5)
     mask = torch.ones(T, T, dtype=torch.bool).tril()
+    if window > 0:
+        mask &= ~torch.ones(T, T, dtype=torch.bool).tril(-window - 1)  # s < t - W
     att = att.masked_fill(~mask, float("-inf")).softmax(-1)
     return (att @ v).transpose(1, 2)
 
@@ -76,7 +79,30 @@ def run(case):
     elif op == "attention":
         B, T, H, Hkv, D = p["B"], p["T"], p["H"], p["Hkv"], p["D"]
         ins = {"q": t(case["q"], (B, T, H, D)), "k": t(case["k"], (B, T, Hkv, D)), "v": t(case["v"], (B, T, Hkv, D))}
-        out = causal_attention(ins["q"], ins["k"], ins["v"])
+        out = causal_attention(ins["q"], ins["k"], ins["v"], p.get("scale", 0.0), p.get("window", 0))
+    elif op == "leaky_relu2":
+        ins = {"x": t(case["x"], (len(case["x"]),))}
+        out = F.leaky_relu(ins["x"], p["slope"]).square()
+    elif op == "gated_act":  # x (N, 2H): act(x[:, :H]) * x[:, H:]
+        ins = {"x": t(case["x"], (p["N"], 2 * p["H"]))}
+        a, b = ins["x"].chunk(2, dim=-1)
+        out = (F.silu(a) if p["kind"] == "swiglu" else F.gelu(a, approximate="tanh")) * b
+    elif op == "smear":  # nanochat: gate = lambda * sigmoid(smear_gate(x[:, 1:, :G])), mixed into x[:, 1:]
+        B, T, C, G = p["B"], p["T"], p["C"], p["G"]
+        ins = {"x": t(case["x"], (B, T, C)), "w": t(case["w"], (1, G)), "lam": t(case["lam"], (1,))}
+        x = ins["x"]
+        gate = ins["lam"] * torch.sigmoid(F.linear(x[:, 1:, :G], ins["w"]))
+        out = torch.cat([x[:, :1], x[:, 1:] + gate * x[:, :-1]], dim=1)
+    elif op == "axpy":
+        n = p["n"]
+        ins = {"a": t(case["a"], (n,)), "b": t(case["b"], (n,)), "s": t(case["s"], (len(case["s"]),))}
+        out = ins["a"] + p["alpha"] * ins["s"][p["i"]] * ins["b"]
+    elif op == "key_shift":  # dims d with d mod (D/2) >= p0 take position t-1's value (t >= 1)
+        B, T, H, D, p0 = p["B"], p["T"], p["H"], p["D"], p["p0"]
+        ins = {"k": t(case["k"], (B, T, H, D))}
+        k = ins["k"]
+        shifted = torch.cat([k[:, :1], k[:, :-1]], dim=1)
+        out = torch.where(torch.arange(D) % (D // 2) >= p0, shifted, k)
     else:
         raise SystemExit(f"unknown op {op}")
     G = torch.tensor(case["G"]).reshape(out.shape)
