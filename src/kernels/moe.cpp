@@ -1,5 +1,6 @@
-// Mixture-of-experts MLP, fast (kernels/moe.h): expert-sorted rows, one GEMM per expert and operand; everything
-// between the GEMMs is per row or per token, parallel over rows, each row written by one thread in a fixed order.
+// Mixture-of-experts MLP, fast (kernels/moe.h): expert-sorted rows, one GEMM per expert and operand;
+// everything between the GEMMs is per row or per token, parallel over rows, each row written by one thread in
+// a fixed order.
 #include "kernels/moe.h"
 
 #include <algorithm>
@@ -13,8 +14,8 @@ namespace frontier {
 
 namespace {
 
-// 64-byte aligned, uninitialised scratch that only grows (a fresh buffer per call would page-fault ~N*k*(C+Hd)
-// floats every step). Per calling thread: ops are issued from one thread.
+// 64-byte aligned, uninitialised scratch that only grows (a fresh buffer per call would page-fault
+// ~N*k*(C+Hd) floats every step). Per calling thread: ops are issued from one thread.
 struct Scratch {
   float* p = nullptr;
   size_t n = 0;
@@ -29,6 +30,9 @@ struct Scratch {
   }
   ~Scratch() { std::free(p); }
 };
+// Forward and backward share them (never live at once): (R, C) x gathered; (R, C) y, or dout gathered then
+// dxs; (R, Hd) act(u), or gate * act(u); (R, Hd) backward's d1 / du. R = N * k rows.
+thread_local Scratch xs_buf, rc_buf, a_buf, d1_buf;
 
 // Rows of src (rows of C floats) gathered into dst in sorted order: dst[r] = src[pair[r] / k].
 void gather_rows(float* dst, const float* src, const MoeRoute& r, int64_t C) {
@@ -41,7 +45,9 @@ inline float act(float u, float slope) {
   const float v = u >= 0 ? u : slope * u;
   return v * v;
 }
-inline float act_grad(float u, float slope) { return u >= 0 ? 2.f * u : 2.f * slope * slope * u; }
+inline float act_grad(float u, float slope) {
+  return u >= 0 ? 2.f * u : 2.f * slope * slope * u;
+}
 
 }  // namespace
 
@@ -88,8 +94,7 @@ void moe_forward(float* out, float* u, const MoeRoute& r, const float* x, const 
                  int64_t N, int64_t C, int64_t Hd, float slope, Precision prec) {
   FRONTIER_CHECK(r.N == N);
   const int64_t R = N * r.k, k = r.k;
-  static thread_local Scratch xs_buf, a_buf, y_buf;
-  float *xs = xs_buf.get(R * C), *a = a_buf.get(R * Hd), *y = y_buf.get(R * C);  // (R, C), (R, Hd), (R, C)
+  float *xs = xs_buf.get(R * C), *a = a_buf.get(R * Hd), *y = rc_buf.get(R * C);  // (R, C), (R, Hd), (R, C)
   gather_rows(xs, x, r, C);
   for (int64_t e = 0; e < r.E; e++) {  // u_e = xs_e @ fc[e]^T
     const int64_t o = r.offset[e], ne = r.offset[e + 1] - o;
@@ -117,23 +122,23 @@ void moe_forward(float* out, float* u, const MoeRoute& r, const float* x, const 
 }
 
 void moe_backward(float* dx, float* drouter, float* dfc, float* dproj, const float* dout, const MoeRoute& r,
-                  const float* u, const float* x, const float* router, const float* fc, const float* proj, int64_t N,
-                  int64_t C, int64_t Hd, float slope, float aux_weight, Precision prec) {
+                  const float* u, const float* x, const float* router, const float* fc, const float* proj,
+                  int64_t N, int64_t C, int64_t Hd, float slope, float aux_weight, Precision prec) {
   FRONTIER_CHECK(r.N == N);
   if (!dx && !drouter && !dfc && !dproj) return;
   const int64_t R = N * r.k, k = r.k, E = r.E;
   FRONTIER_CHECK(E <= 256);  // the router's per-token dp lives on the stack
-  static thread_local Scratch gs_buf, xs_buf, d1_buf, a_buf;
-  // gs (R, C): dout gathered, later dxs = du @ fc[e]; d1 (R, Hd): gs @ proj[e], then du in place; a (R, Hd): gate *
-  // act(u); xs (R, C): x gathered (dfc only).
-  float *gs = gs_buf.get(R * C), *d1 = d1_buf.get(R * Hd), *a = a_buf.get(R * Hd);
+  // gs (R, C): dout gathered, later dxs = du @ fc[e]; d1 (R, Hd): gs @ proj[e], then du in place; a (R, Hd):
+  // gate * act(u); xs (R, C): x gathered (dfc only).
+  float *gs = rc_buf.get(R * C), *d1 = d1_buf.get(R * Hd), *a = a_buf.get(R * Hd);
   float* xs = dfc ? xs_buf.get(R * C) : nullptr;
   std::vector<float> dgate(R);  // (N, k) d loss / d gate, by pair
   gather_rows(gs, dout, r, C);
   if (xs) gather_rows(xs, x, r, C);
   for (int64_t e = 0; e < E; e++) {
     const int64_t o = r.offset[e], ne = r.offset[e + 1] - o;
-    if (ne) gemm(prec, false, false, ne, Hd, C, 1.f, gs + o * C, C, proj + e * C * Hd, Hd, 0.f, d1 + o * Hd, Hd);
+    if (ne)
+      gemm(prec, false, false, ne, Hd, C, 1.f, gs + o * C, C, proj + e * C * Hd, Hd, 0.f, d1 + o * Hd, Hd);
   }
   // Row i = pair p: with y = proj a, d gate = dout . y = d1 . a; da = gate * d1; du = da * act'(u). The dot
   // product runs in kLanes fixed partial sums (vectorises; the order does not depend on the thread count).

@@ -1,19 +1,22 @@
-// Mixture-of-experts MLP, fast: the routing and arithmetic of ref::moe_* (ops/moe.h, which states the design), with
-// the tokens sorted by expert so that each expert is a few large GEMMs instead of per-token GEMVs.
+// Mixture-of-experts MLP, fast: the routing and arithmetic of ref::moe_* (ops/moe.h, which states the
+// design), with the tokens sorted by expert so that each expert is a few large GEMMs instead of per-token
+// GEMVs.
 //
 //   MoeRoute r;
-//   moe_route(&r, x, router, N, C, E, k);                   // router GEMM (fp32), softmax, top-k, counting sort
-//   std::vector<float> u(N * k * Hd);                        // saved pre-activations, sorted order
+//   moe_route(&r, x, router, N, C, E, k);  // router GEMM (fp32), softmax, top-k, counting sort
+//   std::vector<float> u(N * k * Hd);       // saved pre-activations, sorted order
 //   moe_forward(out, u.data(), r, x, fc, proj, N, C, Hd, slope, prec);
 //   double aux = moe_aux_loss(r);
-//   moe_backward(dx, drouter, dfc, dproj, dout, r, u.data(), x, router, fc, proj, N, C, Hd, slope, aux_weight, prec);
+//   moe_backward(dx, drouter, dfc, dproj, dout, r, u.data(), x, router, fc, proj, N, C, Hd, slope,
+//                aux_weight, prec);
 //
-// The N * k (token, slot) pairs are counting-sorted by expert (stable: pair order inside an expert), so expert e
-// owns the rows [offset[e], offset[e+1]) of every "sorted" (N * k, .) buffer. Forward: gather x's rows, then per
-// expert one GEMM for fc and one for proj; backward: three GEMMs per expert (dproj, dfc, dx) plus one to bring
-// dout through proj. The gate scaling and the scatter-add into out / dx run per token over its k slots in slot
-// order, so results are bit-identical for any thread count (no atomics). Cost: the dense MLP's GEMM FLOPs at equal
-// active size, plus gathers of N * k rows of x and dout (C floats each) and the (N, E) router GEMMs.
+// The N * k (token, slot) pairs are counting-sorted by expert (stable: pair order inside an expert), so
+// expert e owns the rows [offset[e], offset[e+1]) of every "sorted" (N * k, .) buffer. Forward: gather x's
+// rows, then per expert one GEMM for fc and one for proj; backward: three GEMMs per expert (dproj, dfc, dx)
+// plus one to bring dout through proj. The gate scaling and the scatter-add into out / dx run per token over
+// its k slots in slot order, so results are bit-identical for any thread count (no atomics). Cost: the dense
+// MLP's GEMM FLOPs at equal active size, plus gathers of N * k rows of x and dout (C floats each) and the
+// router's (N, E) GEMMs.
 //
 // The router GEMMs run in fp32 whatever prec says (Switch Transformer's "selective precision": a bf16 router
 // flips near-tied routing decisions); prec applies to the expert GEMMs, as in `linear`.
@@ -50,7 +53,7 @@ void moe_forward(float* out, float* u, const MoeRoute& r, const float* x, const 
 // Accumulates (+=) the gradients of sum(out * dout) + aux_weight * aux into dx (N, C), drouter (E, C), dfc
 // (E, Hd, C), dproj (E, C, Hd); a null one is skipped (and the work only it needs).
 void moe_backward(float* dx, float* drouter, float* dfc, float* dproj, const float* dout, const MoeRoute& r,
-                  const float* u, const float* x, const float* router, const float* fc, const float* proj, int64_t N,
-                  int64_t C, int64_t Hd, float slope, float aux_weight, Precision prec);
+                  const float* u, const float* x, const float* router, const float* fc, const float* proj,
+                  int64_t N, int64_t C, int64_t Hd, float slope, float aux_weight, Precision prec);
 
 }  // namespace frontier

@@ -1,20 +1,22 @@
-// Mixture-of-experts MLP, reference: per-token loops, the ground truth for kernels/moe.h and for the PyTorch module
-// python/frontier_moe.py (tests/moe_test.cpp runs it in double against finite differences and PyTorch).
+// Mixture-of-experts MLP, reference: per-token loops, the ground truth for kernels/moe.h and for the PyTorch
+// module python/frontier_moe.py (tests/moe_test.cpp runs it in double against finite differences and
+// PyTorch).
 //
-// Shapes: x (N, C); router (E, C); fc (E, Hd, C), expert e's c_fc (rows = hidden units); proj (E, C, Hd), expert
-// e's c_proj. Routing, the design:
+// Shapes: x (N, C); router (E, C); fc (E, Hd, C), expert e's c_fc (rows = hidden units); proj (E, C, Hd),
+// expert e's c_proj. Routing, the design:
 //   logits = x @ router^T (N, E);  probs = softmax(logits) over E;
 //   the top_k experts by prob (ties: lower expert index first), listed by descending prob;
 //   gate[n, j] = probs[n, e_j] / sum_j' probs[n, e_j'] (the chosen probs renormalised over the top_k);
 //   out[n] = sum_j gate[n, j] * proj[e_j] @ act(fc[e_j] @ x[n]),  act(u) = (u >= 0 ? u : slope * u)^2.
-// No capacity limit: every (token, slot) pair is computed. With top_k = 1 the gate is 1, so the router learns only
-// through the load-balance loss (Switch Transformer multiplies by the raw prob instead; this design renormalises).
-// Load balance (Switch Transformer): aux = E * sum_e f_e * P_e, f_e = the fraction of the N * top_k pairs routed to
-// e (a count: no gradient), P_e = mean over tokens of probs[:, e]. backward adds aux_weight * d(aux)/d(logits), so
-// gradients are those of sum(out * dout) + aux_weight * aux.
+// No capacity limit: every (token, slot) pair is computed. With top_k = 1 the gate is 1, so the router learns
+// only through the load-balance loss (Switch Transformer multiplies by the raw prob instead; this design
+// renormalises). Load balance (Switch Transformer): aux = E * sum_e f_e * P_e, f_e = the fraction of the N *
+// top_k pairs routed to e (a count: no gradient), P_e = mean over tokens of probs[:, e]. backward adds
+// aux_weight * d(aux)/d(logits), so gradients are those of sum(out * dout) + aux_weight * aux.
 //
 //   T aux = ref::moe_forward(out, x, router, fc, proj, N, C, E, Hd, top_k, slope);
-//   ref::moe_backward(dx, drouter, dfc, dproj, dout, x, router, fc, proj, N, C, E, Hd, top_k, slope, aux_weight);
+//   ref::moe_backward(dx, drouter, dfc, dproj, dout, x, router, fc, proj, N, C, E, Hd, top_k, slope,
+//                     aux_weight);
 #pragma once
 
 #include <cmath>
@@ -23,8 +25,9 @@
 
 namespace frontier::ref {
 
-// One token's routing from its logits (E): probs (E) = softmax, expert (k) the chosen experts by descending prob
-// (ties: lower index first), gate (k) their renormalised probs. The fast kernel calls it too, so both choose alike.
+// One token's routing from its logits (E): probs (E) = softmax, expert (k) the chosen experts by descending
+// prob (ties: lower index first), gate (k) their renormalised probs. The fast kernel calls it too, so both
+// choose alike.
 template <typename T>
 void moe_gate_row(T* probs, int32_t* expert, T* gate, const T* logits, int64_t E, int64_t k) {
   T mx = logits[0];
@@ -38,7 +41,8 @@ void moe_gate_row(T* probs, int32_t* expert, T* gate, const T* logits, int64_t E
     for (int64_t e = 0; e < E; e++) {
       bool taken = false;
       for (int64_t i = 0; i < j; i++) taken |= expert[i] == e;
-      if (!taken && (best < 0 || probs[e] > probs[best])) best = static_cast<int32_t>(e);  // strict: lower wins
+      if (!taken && (best < 0 || probs[e] > probs[best]))
+        best = static_cast<int32_t>(e);  // strict: lower wins
     }
     expert[j] = best;
     chosen_sum += probs[best];
@@ -48,8 +52,8 @@ void moe_gate_row(T* probs, int32_t* expert, T* gate, const T* logits, int64_t E
 
 // Routing for all tokens: probs (N, E), expert (N, k), gate (N, k).
 template <typename T>
-void moe_route(T* probs, int32_t* expert, T* gate, const T* x, const T* router, int64_t N, int64_t C, int64_t E,
-               int64_t k) {
+void moe_route(T* probs, int32_t* expert, T* gate, const T* x, const T* router, int64_t N, int64_t C,
+               int64_t E, int64_t k) {
   std::vector<T> logits(E);
   for (int64_t n = 0; n < N; n++) {
     for (int64_t e = 0; e < E; e++) {
@@ -77,7 +81,8 @@ T moe_aux_loss(const T* probs, const int32_t* expert, int64_t N, int64_t E, int6
 
 // One expert on one token: u (Hd) = fc_e @ x, a (Hd) = act(u), y (C) = proj_e @ a.
 template <typename T>
-void moe_expert_row(T* u, T* a, T* y, const T* x, const T* fc_e, const T* proj_e, int64_t C, int64_t Hd, T slope) {
+void moe_expert_row(T* u, T* a, T* y, const T* x, const T* fc_e, const T* proj_e, int64_t C, int64_t Hd,
+                    T slope) {
   for (int64_t h = 0; h < Hd; h++) {
     T acc = 0;
     for (int64_t c = 0; c < C; c++) acc += fc_e[h * C + c] * x[c];
@@ -94,8 +99,8 @@ void moe_expert_row(T* u, T* a, T* y, const T* x, const T* fc_e, const T* proj_e
 
 // out (N, C); returns aux.
 template <typename T>
-T moe_forward(T* out, const T* x, const T* router, const T* fc, const T* proj, int64_t N, int64_t C, int64_t E,
-              int64_t Hd, int64_t k, T slope) {
+T moe_forward(T* out, const T* x, const T* router, const T* fc, const T* proj, int64_t N, int64_t C,
+              int64_t E, int64_t Hd, int64_t k, T slope) {
   std::vector<T> probs(N * E), gate(N * k), u(Hd), a(Hd), y(C);
   std::vector<int32_t> expert(N * k);
   moe_route(probs.data(), expert.data(), gate.data(), x, router, N, C, E, k);
@@ -103,17 +108,20 @@ T moe_forward(T* out, const T* x, const T* router, const T* fc, const T* proj, i
     for (int64_t c = 0; c < C; c++) out[n * C + c] = 0;
     for (int64_t j = 0; j < k; j++) {
       const int64_t e = expert[n * k + j];
-      moe_expert_row(u.data(), a.data(), y.data(), x + n * C, fc + e * Hd * C, proj + e * C * Hd, C, Hd, slope);
+      moe_expert_row(u.data(), a.data(), y.data(), x + n * C, fc + e * Hd * C, proj + e * C * Hd, C, Hd,
+                     slope);
       for (int64_t c = 0; c < C; c++) out[n * C + c] += gate[n * k + j] * y[c];
     }
   }
   return moe_aux_loss(probs.data(), expert.data(), N, E, k);
 }
 
-// Gradients of sum(out * dout) + aux_weight * aux, accumulated (+=); recomputes the forward. Null outputs skipped.
+// Gradients of sum(out * dout) + aux_weight * aux, accumulated (+=); recomputes the forward. A null output
+// is skipped.
 template <typename T>
-void moe_backward(T* dx, T* drouter, T* dfc, T* dproj, const T* dout, const T* x, const T* router, const T* fc,
-                  const T* proj, int64_t N, int64_t C, int64_t E, int64_t Hd, int64_t k, T slope, T aux_weight) {
+void moe_backward(T* dx, T* drouter, T* dfc, T* dproj, const T* dout, const T* x, const T* router,
+                  const T* fc, const T* proj, int64_t N, int64_t C, int64_t E, int64_t Hd, int64_t k, T slope,
+                  T aux_weight) {
   std::vector<T> probs(N * E), gate(N * k), f(E), u(Hd), a(Hd), y(C), du(Hd), dp(E), dgate(k);
   std::vector<int32_t> expert(N * k);
   moe_route(probs.data(), expert.data(), gate.data(), x, router, N, C, E, k);
