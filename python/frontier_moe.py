@@ -45,28 +45,38 @@ class MoE(nn.Module):
 
     def route(self, x):
         """probs (N, E), chosen experts (N, top_k) by descending prob (ties: lower index), gates (N, top_k)."""
-        probs = torch.softmax(x @ self.router.t(), dim=-1)
-        # torch.topk does not promise an order among equal values; a stable descending sort keeps lower index first.
-        top_p, top_e = torch.sort(probs, dim=-1, descending=True, stable=True)
-        top_p, top_e = top_p[:, : self.top_k], top_e[:, : self.top_k]
-        return probs, top_e, top_p / top_p.sum(-1, keepdim=True)
+        return route(x, self.router, self.top_k)
 
     def forward(self, x):
-        shape = x.shape
-        x = x.reshape(-1, shape[-1])
-        N = x.shape[0]
-        probs, top_e, gate = self.route(x)
-        out = torch.zeros_like(x)
-        for e in range(self.E):
-            n, j = torch.nonzero(top_e == e, as_tuple=True)
-            if n.numel() == 0:
-                continue
-            u = x[n] @ self.fc[e].t()
-            a = torch.where(u >= 0, u, self.slope * u) ** 2
-            out = out.index_add(0, n, gate[n, j, None] * (a @ self.proj[e].t()))
-        f = torch.bincount(top_e.reshape(-1), minlength=self.E).to(x.dtype) / (N * self.top_k)
-        aux = self.E * (f * probs.mean(0)).sum()
-        return out.reshape(shape), aux
+        return moe_forward(x, self.router, self.fc, self.proj, self.top_k, self.slope)
+
+
+def route(x, router, top_k):
+    probs = torch.softmax(x @ router.t(), dim=-1)
+    # torch.topk does not promise an order among equal values; a stable descending sort keeps lower index first.
+    top_p, top_e = torch.sort(probs, dim=-1, descending=True, stable=True)
+    top_p, top_e = top_p[:, :top_k], top_e[:, :top_k]
+    return probs, top_e, top_p / top_p.sum(-1, keepdim=True)
+
+
+def moe_forward(x, router, fc, proj, top_k, slope=0.0):
+    """The op as a function of its tensors (python/frontier_torch.py stacks a layer's experts into fc, proj):
+    x (..., C), router (E, C), fc (E, Hd, C), proj (E, C, Hd) -> (out (..., C), aux)."""
+    shape = x.shape
+    x = x.reshape(-1, shape[-1])
+    N, E = x.shape[0], router.shape[0]
+    probs, top_e, gate = route(x, router, top_k)
+    out = torch.zeros_like(x)
+    for e in range(E):
+        n, j = torch.nonzero(top_e == e, as_tuple=True)
+        if n.numel() == 0:
+            continue
+        u = x[n] @ fc[e].t()
+        a = torch.where(u >= 0, u, slope * u) ** 2
+        out = out.index_add(0, n, gate[n, j, None] * (a @ proj[e].t()))
+    f = torch.bincount(top_e.reshape(-1), minlength=E).to(x.dtype) / (N * top_k)
+    aux = E * (f * probs.mean(0)).sum()
+    return out.reshape(shape), aux
 
 
 def run(case):
