@@ -229,10 +229,12 @@ Status ConfigSchema::apply_set(const std::string& a, Config* cfg) const {
   std::string key = a.substr(0, eq), val = a.substr(eq + 1);
   const Entry* e = find(key);
   if (!e) return unknown(key, "--set");
-  // Parse the value with TOML's rules; a bare word is taken as a string.
+  // Parse the value with TOML's rules; a bare word is taken as a string, and so is any unquoted value of a
+  // string key (model.ngram_orders=2 is the string "2", model.window_pattern=SSSL the string "SSSL").
   ConfigValue v = val;
   toml::table t;
-  if (parse_toml("v = " + val, "--set", &t).ok() && t.get("v")) node_value(*t.get("v"), &v);
+  const bool raw_string = std::holds_alternative<std::string>(e->def) && (val.empty() || (val[0] != '"' && val[0] != '\''));
+  if (!raw_string && parse_toml("v = " + val, "--set", &t).ok() && t.get("v")) node_value(*t.get("v"), &v);
   return assign(*e, v, "--set " + key, cfg);
 }
 

@@ -85,10 +85,11 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
   FRONTIER_CHECK(H % Hkv == 0 && window >= 0);
   const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
   const int64_t align = std::lcm<int64_t>(16, gemm_kernel(prec).NR);
+  const int64_t max_nk = window > 0 ? std::min(T, window + kBlock + align) : T;  // widest key range of a block
   if (scale == 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel
   {
-    std::vector<float> S(kBlock * T);
+    std::vector<float> S(kBlock * max_nk);
     AlignedBytes Kt(gemm_packed_b_bytes(prec, D, T)), Vp(gemm_packed_b_bytes(prec, T, D));
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < B * H; bh++) {  // a task: one (batch, head), all its query blocks
@@ -119,10 +120,11 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
   FRONTIER_CHECK(H % Hkv == 0 && window >= 0);
   const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
   const int64_t align = std::lcm<int64_t>(16, gemm_kernel(prec).NR);
+  const int64_t max_nk = window > 0 ? std::min(T, window + kBlock + align) : T;  // widest key range of a block
   if (scale == 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel
   {
-    std::vector<float> P(kBlock * T), dP(kBlock * T);
+    std::vector<float> P(kBlock * max_nk), dP(kBlock * max_nk);
     AlignedBytes Kt(gemm_packed_b_bytes(prec, D, T)), Vt(gemm_packed_b_bytes(prec, D, T)), Kp(gemm_packed_b_bytes(prec, T, D));
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < B * Hkv; task++) {  // a task owns dk, dv of one (b, kv head)

@@ -15,13 +15,17 @@
 //
 // A block of kBlock query rows [i0, i1) attends to keys [s0, i1): S = scale Q K^T (kBlock x (i1 - s0)) in a
 // per-thread scratch, masked softmax, O = P V; so FLOPs are about half of the full T x T product, all on the GEMM
-// microkernel. s0 = 0 without a window; with one, max(0, i0 - W) rounded down to the packed layout's granule (16
-// keys, or NR if larger), so keys no row of the block sees are skipped: a layer costs O(T (W + kBlock) D), not
-// O(T^2 D). K^T, V (and V^T, K in backward) are packed once per task into the GEMM's B layout and reused by every
-// query block (gemm_prepacked_b, from the panel or row of key s0): re-packing them per block cost about a third of
-// the time. Work splits over (batch, head) forward and (batch, kv head) backward, so every output element is
-// written by one task in a fixed order: results do not depend on the thread count. Matches ref::attention_*
+// microkernel. K^T, V (and V^T, K in backward) are packed once per task into the GEMM's B layout and reused by
+// every query block (gemm_prepacked_b, from the panel or row of key s0): re-packing them per block cost about a
+// third of the time. Work splits over (batch, head) forward and (batch, kv head) backward, so every output element
+// is written by one task in a fixed order: results do not depend on the thread count. Matches ref::attention_*
 // (ops/attention.h).
+//
+// s0 = 0 without a window; with one, max(0, i0 - W) rounded down to the packed layout's granule (16 keys, or NR if
+// larger), so keys no row of the block sees are skipped: a layer costs O(T (W + kBlock) D), not O(T^2 D).
+// Measured (Xeon, 2 cores, fp32, B 1, T 2048, H 4, D 128): W = 512 takes 0.53-0.55 of the full layer's fwd+bwd
+// time for 0.44 of its FLOPs: the block's two masked 96-row triangles make its products 0.50 of the full ones, and
+// packing all T keys (5 T D per head) does not shrink with W. Sub-blocks of 48 or 24 rows gained ~1%.
 #pragma once
 
 #include <cstdint>

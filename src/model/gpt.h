@@ -67,6 +67,11 @@ class Gpt {
   Var forward(Tape& tape, const int32_t* idx, const int32_t* targets, int B, int T, Var* logits_out = nullptr,
               float* row_losses = nullptr);
   std::vector<float>& mtp_weights() { return mtp_weights_; }
+  // Step timers (probe, profile, bench) run a training step's work: the extra targets at 0.5^j when none are set.
+  void set_timing_mtp_weights() {
+    if (mtp_weights_.empty())
+      for (int j = 1; j <= s_.arch.mtp_heads; j++) mtp_weights_.push_back(1.f / static_cast<float>(1 << j));
+  }
   // The seed the trainer's backward starts from (1/accumulation): the MoE load-balance gradient, which the experts'
   // op adds in its own backward, is scaled by it as the loss's gradient is.
   void set_loss_seed(float seed) { loss_seed_ = seed; }

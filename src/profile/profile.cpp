@@ -91,6 +91,7 @@ Status run_profile(const Config& cfg, const ProfileOptions& o, ProfileReport* ou
     Var loss;
     {
       ProfScope f("forward", "step");
+      gpt.set_timing_mtp_weights();
       loss = gpt.forward(tape, x.data(), y.data(), B, T);
     }
     {

@@ -340,6 +340,7 @@ void time_random_steps(Gpt& gpt, Optimizer& opt, Precision prec, int B, int T, i
   }
   out->fb.clear();
   out->opt.clear();
+  gpt.set_timing_mtp_weights();
   for (int s = 0; s < warmup + steps; s++) {
     auto t0 = Clock::now();
     gpt.zero_grad();
