@@ -327,3 +327,46 @@ TEST(Train, RepeatingDataIsSaid) {
   EXPECT_EQ(s.out.find("documents repeat"), std::string::npos) << s.out;
   EXPECT_EQ(s.out.find("data_epochs"), std::string::npos) << s.out;
 }
+
+// Every architecture lever end to end through the CLI, in two sets (experts need a non-gated MLP): train, die after
+// the step-3 checkpoint and resume bit-exactly, bf16, sample (the full-forward path for levers the KV cache does not
+// cover), export, import and score the same val_bpb.
+TEST(Train, ArchitectureVariantsTrainResumeSampleAndExport) {
+  const std::vector<std::string> sets = {
+      "--set model.depth=3 --set model.window_pattern=SL --set model.short_window=8 --set model.rope_fraction=0.5 "
+      "--set model.key_offset=true --set model.smear=true --set model.backout=true --set model.tie_embeddings=true "
+      "--set model.ngram_orders=2,3 --set model.ngram_buckets=500 --set model.mtp_heads=2 "
+      "--set model.moe_experts=4 --set model.moe_layers=alternate --set model.mlp=leaky_relu2 ",
+      "--set model.depth=2 --set model.mlp=swiglu --set model.mlp_ratio=2.6667 --set model.value_embeds=all "
+      "--set model.qk_scale=1.2 --set model.softcap=0 --set model.ve_gate_channels=12 --set model.ve_gate_scale=3 "
+      "--set model.rope_base=10000 --set model.window_pattern=SSL --set model.short_window=5 "};
+  for (size_t v = 0; v < sets.size(); v++) {
+    SCOPED_TRACE("lever set " + std::to_string(v));
+    const std::string base = dataset() + "/arch" + std::to_string(v), full = base + "_full", cut = base + "_cut";
+    const std::string common = "--budget 1000 --set train.max_steps=6 --set train.checkpoint_every_steps=1 " + sets[v];
+    auto a = run_cmd(train_cmd(common + "--set train.run_dir=" + full));
+    ASSERT_EQ(a.rc, 0) << a.out;
+    EXPECT_NE(a.out.find("architecture: "), std::string::npos) << a.out;
+    EXPECT_TRUE(std::isfinite(summary_value(a.out, "val_bpb"))) << a.out;
+    auto b = run_cmd("FRONTIER_FAULT_EXIT_AFTER_STEP=3 " + train_cmd(common + "--set train.run_dir=" + cut));
+    ASSERT_EQ(b.rc, 75) << b.out;
+    auto c = run_cmd(frontier_bin() + " train --resume " + cut);
+    ASSERT_EQ(c.rc, 0) << c.out;
+    EXPECT_EQ(summary_value(a.out, "val_bpb"), summary_value(c.out, "val_bpb")) << c.out;
+    auto bf = run_cmd(train_cmd(common + "--set train.precision=bf16 --set train.run_dir=" + base + "_bf16"));
+    ASSERT_EQ(bf.rc, 0) << bf.out;
+    EXPECT_NEAR(summary_value(bf.out, "val_bpb"), summary_value(a.out, "val_bpb"), 0.05) << bf.out;
+    auto s = run_cmd(frontier_bin() + " sample --checkpoint " + full + "/model.ckpt --tokens 5 --prompt ab");
+    EXPECT_EQ(s.rc, 0) << s.out;
+    auto e = run_cmd(frontier_bin() + " export --checkpoint " + full + "/model.ckpt --out " + base + "_dir");
+    ASSERT_EQ(e.rc, 0) << e.out;
+    auto i = run_cmd(frontier_bin() + " import " + base + "_dir --out " + base + "_back");
+    ASSERT_EQ(i.rc, 0) << i.out;
+    const std::string bpb = " eval bpb --data " + dataset() + "/data --checkpoint ";
+    auto e0 = run_cmd(frontier_bin() + bpb + full + "/model.ckpt"), e1 = run_cmd(frontier_bin() + bpb + base +
+                                                                                  "_back/model.ckpt");
+    ASSERT_EQ(e0.rc, 0) << e0.out;
+    ASSERT_EQ(e1.rc, 0) << e1.out;
+    EXPECT_EQ(e0.out, e1.out);
+  }
+}

@@ -12,7 +12,9 @@ constexpr float kNormEps = std::numeric_limits<float>::epsilon();
 }
 
 void add_embedding_params(const ModelShape& s, const AddParam& add) {
-  add("wte", {s.vocab_size, s.dim}, ParamGroup::kEmbedding);
+  // Tied to the head, the table takes the head's optimizer group (AdamW at the unembedding learning rate): at the
+  // embedding rate (50x larger) the logits diverge within a few steps.
+  add("wte", {s.vocab_size, s.dim}, s.arch.tie_embeddings ? ParamGroup::kLmHead : ParamGroup::kEmbedding);
   // One table per order (buckets, C), an embedding for the optimizer (AdamW at the embedding learning rate).
   for (int n : s.arch.ngram_orders)
     add("ngram_embeds." + std::to_string(n), {s.arch.ngram_buckets, s.dim}, ParamGroup::kEmbedding);

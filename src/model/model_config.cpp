@@ -56,7 +56,7 @@ void add_model_keys(ConfigSchema* s) {
   s->add_float("model.mlp_ratio", 4,
                "MLP hidden units = ratio x model_dim, rounded up to a multiple of 32 (4 keeps 4 x dim exactly; "
                "8/3 gives a gated MLP the parameters of relu2's 4)", {0.25, 64});
-  s->add_bool("model.tie_embeddings", false, "lm_head shares wte (one table, embedding optimizer group)");
+  s->add_bool("model.tie_embeddings", false, "lm_head shares wte (one table, in the lm_head's optimizer group)");
   s->add_string("model.ngram_orders", "",
                 "hashed n-gram embedding tables added to the token embedding, e.g. \"2,3\" (\"\" = none)");
   s->add_int("model.ngram_buckets", 0, "rows of each n-gram table (0 = 4 x vocab_size)", {0, 1 << 26});

@@ -124,6 +124,30 @@ TEST_F(Mpi, TwoRanksEqualOneProcessAccumulating) {
   EXPECT_EQ(cb.meta["loaders"].size(), 2u);
 }
 
+// Every architecture lever at once (windows, key offset, smear, backout, tied head, n-gram tables, multi-token
+// prediction, experts with their load-balance gradient): 2 ranks still equal 1 process bit for bit, and the run
+// resumes under mpirun.
+TEST_F(Mpi, ArchitectureVariantsEqualOneProcess) {
+  const std::vector<std::string> arch = {
+      "--set", "model.depth=3", "--set", "model.window_pattern=SL", "--set", "model.short_window=8",
+      "--set", "model.rope_fraction=0.5", "--set", "model.key_offset=true", "--set", "model.smear=true",
+      "--set", "model.backout=true", "--set", "model.tie_embeddings=true", "--set", "model.ngram_orders=2,3",
+      "--set", "model.ngram_buckets=500", "--set", "model.mtp_heads=1", "--set", "model.moe_experts=4",
+      "--set", "model.moe_layers=alternate", "--set", "model.mlp=leaky_relu2"};
+  const std::string one = dir_ + "/one", two = dir_ + "/two";
+  expect_ok(run_argv(train_args(one, cat(arch, {"--set", "train.data_streams=2", "--set",
+                                                "train.total_batch_tokens=256"})), 180),
+            "1 process");
+  Outcome o = run_argv(cat(mpirun(2), train_args(two, arch)), 180);
+  expect_ok(o, "mpirun -np 2");
+  const auto a = losses(one), b = losses(two);
+  ASSERT_EQ(a.size(), 20u);
+  EXPECT_EQ(a, b) << "losses differ";
+  const Ckpt ca = ckpt(one), cb = ckpt(two);
+  EXPECT_TRUE(ca.w == cb.w) << "weights differ";
+  EXPECT_TRUE(ca.st == cb.st) << "optimizer state differs";
+}
+
 // Overlap changes when the buckets go, not what is added: the exchange after the backward (one collective over the
 // arena) and the overlapped one with 10 KB buckets (one per parameter) or 100 KB buckets (some spanning both owners'
 // ranges), sharded and replicated, give bit-identical weights and optimizer state.

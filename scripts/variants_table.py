@@ -1,0 +1,43 @@
+"""The table of scripts/variants.sh: one row per variant from its run's output (docs/variants/<B>s/<name>.txt).
+
+    python3 scripts/variants_table.py OUT "name|config|sets" ...
+"""
+import os
+import re
+import sys
+
+
+def value(text, key):
+    m = re.search(rf"^{key}:\s*(\S+)", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def main():
+    out, variants = sys.argv[1], sys.argv[2:]
+    rows, base = [], None
+    for v in variants:
+        name, cfg, sets = v.split("|")
+        path = os.path.join(out, name + ".txt")
+        if not os.path.exists(path):
+            continue
+        t = open(path).read()
+        bpb = value(t, "val_bpb")
+        if bpb is None:
+            continue
+        row = dict(name=name, cfg=os.path.basename(cfg), sets=sets or "-", bpb=bpb, steps=value(t, "num_steps"),
+                   step_s=value(t, "probe_step_seconds"), tokens=value(t, "total_tokens_M"),
+                   params=value(t, "num_params_M"), mfu=value(t, "mfu_percent"))
+        rows.append(row)
+        if name == "baseline":
+            base = row
+    print("| variant | keys | step (s) | steps | tokens (M) | params (M) | val_bpb | vs baseline |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        delta = f"{100 * (r['bpb'] - base['bpb']) / base['bpb']:+.2f}%" if base and r is not base else ""
+        keys = r["sets"] if r["cfg"] == "baseline.toml" else r["cfg"]
+        print(f"| {r['name']} | `{keys}` | {r['step_s']:.3f} | {r['steps']:.0f} | {r['tokens']:.2f} | "
+              f"{r['params']:.2f} | {r['bpb']:.4f} | {delta} |")
+
+
+if __name__ == "__main__":
+    main()
