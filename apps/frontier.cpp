@@ -28,6 +28,7 @@
 #include "arena/scorer.h"
 #include "arena/serve.h"
 #include "bench/bench.h"
+#include "bench/variants.h"
 #include "profile/profile.h"
 #include "calibrate/calibrate.h"
 #include "kernels/isa.h"
@@ -247,7 +248,16 @@ static int run_main(int argc, char** argv) {
   BenchOptions bo;
   std::string bn_json, bn_only;
   bn->add_option("--json", bn_json, "Also write the results as JSON here");
-  bn->add_option("--only", bn_only, "Run only this part")->check(CLI::IsMember({"kernels", "train"}));
+  bn->add_option("--only", bn_only,
+                 "Run only this part (variants: the architecture-variant ops and their headline ratios, "
+                 "bench/variants.h)")
+      ->check(CLI::IsMember({"kernels", "train", "variants"}));
+  int bn_repeats = 5;
+  bool bn_quick = false;
+  bn->add_option("--repeats", bn_repeats, "--only variants: best of this many runs per row")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  bn->add_flag("--quick", bn_quick, "--only variants: a quarter of the tokens (a smoke run, not for comparison)");
   bn->add_option("--steps", bo.train_steps, "Timed training steps per config")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
@@ -804,6 +814,20 @@ static int run_main(int argc, char** argv) {
       nlohmann::json j = rep.json();
       if (!(s = write_file_atomic(ev_json, j.dump(2) + "\n")).ok()) return fail(s);
     }
+    return 0;
+  }
+
+  if (bn->parsed() && bn_only == "variants") {
+    VariantBenchOptions vo;
+    vo.repeats = bn_repeats;
+    vo.peak_gflops = bo.peak_gflops;
+    vo.quick = bn_quick;
+    nlohmann::json j;
+    std::string table;
+    Status s = run_variants_bench(vo, &j, &table);
+    if (!s.ok()) return fail(s);
+    std::printf("%s", table.c_str());
+    if (!bn_json.empty() && !(s = write_file_atomic(bn_json, j.dump(2) + "\n")).ok()) return fail(s);
     return 0;
   }
 

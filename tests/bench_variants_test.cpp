@@ -1,6 +1,6 @@
-// `frontier bench --only variants --quick` end to end: the machine line, the four headline ratios (each with its
-// target and met / SHORT), the MTP line, and JSON that agrees. Speeds and targets are never asserted (noisy
-// machines); only that every ratio is measured: finite and positive.
+// `frontier bench --only variants --quick` end to end: the machine line, the four headline ratios (each with
+// its target and met / SHORT), the MTP line, and JSON that agrees. Speeds and targets are never asserted
+// (noisy machines); only that every ratio is measured: finite and positive.
 #include <gtest/gtest.h>
 
 #include <cmath>

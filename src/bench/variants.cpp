@@ -32,33 +32,35 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
-// Best of `repeats` runs, after one warm-up run (packing buffers, the tape's pool, page faults) when warm_up.
-double best_seconds(int repeats, const std::function<void()>& fn, bool warm_up = true) {
-  if (warm_up) fn();
-  double best = 1e30;
-  for (int r = 0; r < std::max(1, repeats); r++) {
+// A timed run: returns its seconds (so that a run can leave its set-up out of the time).
+using Timed = std::function<double()>;
+
+Timed wall(std::function<void()> fn) {
+  return [fn] {
     auto t0 = Clock::now();
     fn();
-    best = std::min(best, seconds_since(t0));
-  }
+    return seconds_since(t0);
+  };
+}
+
+// Best of `repeats` runs, after one warm-up run (packing buffers, the tape's pool, page faults) when warm_up.
+double best_seconds(int repeats, const Timed& fn, bool warm_up = true) {
+  if (warm_up) fn();
+  double best = 1e30;
+  for (int r = 0; r < std::max(1, repeats); r++) best = std::min(best, fn());
   return best;
 }
 
 // Best of `repeats` for a pair timed in alternating runs, so that drift in the machine's speed (these VMs are
 // noisy) hits both sides of a ratio alike.
-std::pair<double, double> best_pair(int repeats, const std::function<void()>& f, const std::function<void()>& g) {
+std::pair<double, double> best_pair(int repeats, const Timed& f, const Timed& g) {
   f(), g();
   double bf = 1e30, bg = 1e30;
-  for (int r = 0; r < std::max(1, repeats); r++) {
-    auto t0 = Clock::now();
-    f();
-    bf = std::min(bf, seconds_since(t0));
-    t0 = Clock::now();
-    g();
-    bg = std::min(bg, seconds_since(t0));
-  }
+  for (int r = 0; r < std::max(1, repeats); r++) bf = std::min(bf, f()), bg = std::min(bg, g());
   return {bf, bg};
 }
 
@@ -77,23 +79,28 @@ std::vector<int32_t> rand_ids(size_t n, int64_t V, uint32_t seed) {
   return v;
 }
 
-// One forward + backward on a fresh tape at precision prec: build records the forward and returns its outputs,
-// whose gradients are seeded with ones (for a scalar loss, Tape::backward's seed); the nodes' backward closures
-// then run in reverse, as Tape::backward does.
-void fwd_bwd(Precision prec, const std::function<std::vector<Var>(Tape&)>& build) {
+// One forward + backward on a fresh tape at precision prec; returns its seconds. build records the forward
+// and returns its outputs, whose gradients are seeded with ones (for a scalar loss, Tape::backward's seed;
+// the seeding is left out of the time: in a model the consumer's backward writes it); the nodes' backward
+// closures then run in reverse, as Tape::backward does.
+double fwd_bwd(Precision prec, const std::function<std::vector<Var>(Tape&)>& build) {
   Tape t;
   t.set_precision(prec);
+  auto t0 = Clock::now();
   std::vector<Var> outs = build(t);
+  double s = seconds_since(t0);
   int last = -1;
   for (Var v : outs) {
     float* g = t.grad(v);
     std::fill(g, g + t.numel(v), 1.f);
     last = std::max(last, v.id);
   }
+  t0 = Clock::now();
   for (int i = last; i >= 0; i--) {
     Node& n = t.node(Var{i});
     if (n.backward && n.grad) n.backward();
   }
+  return s + seconds_since(t0);
 }
 
 // A parameter tensor with its own value and gradient storage (the tape points into them).
@@ -109,7 +116,8 @@ struct Tensor {
   Var on(Tape& t) { return t.param(value.data(), grad.data(), shape); }
 };
 
-// Visible (query, key) pairs of causal attention over T positions with window W (0: full): sum_t min(t, W) + 1.
+// Visible (query, key) pairs of causal attention over T positions with window W (0: full): sum_t min(t, W)
+// + 1.
 double attention_pairs(int64_t T, int64_t W) {
   double p = 0;
   for (int64_t t = 0; t < T; t++) p += static_cast<double>(W > 0 ? std::min(t, W) : t) + 1;
@@ -129,8 +137,10 @@ std::string fmt(const char* f, ...) {
 class Report {
  public:
   Report(nlohmann::json* j, double peak32, double peak16) : j_(j), peak32_(peak32), peak16_(peak16) {}
-  // gflop: the row's FLOPs in billions (0: not counted, a memory-bound op); ref_s: the reference's time (0: none).
-  void row(const std::string& op, Precision p, const std::string& shape, double s, double gflop, double ref_s = 0) {
+  // gflop: the row's FLOPs in billions (0: not counted, a memory-bound op); ref_s: the reference's time (0:
+  // none).
+  void row(const std::string& op, Precision p, const std::string& shape, double s, double gflop,
+           double ref_s = 0) {
     nlohmann::json r = {{"op", op}, {"precision", precision_name(p)}, {"shape", shape}, {"ms", 1e3 * s}};
     if (gflop > 0) {
       r["gflops"] = gflop / s;
@@ -143,8 +153,13 @@ class Report {
   void headline(int n, Precision p, const std::string& what, double value, bool want_max, double target,
                 const std::string& note) {
     const bool met = want_max ? value <= target : value >= target;
-    (*j_)["headlines"].push_back({{"n", n}, {"precision", precision_name(p)}, {"what", what}, {"ratio", value},
-                                  {"target", target}, {"want", want_max ? "<=" : ">="}, {"met", met},
+    (*j_)["headlines"].push_back({{"n", n},
+                                  {"precision", precision_name(p)},
+                                  {"what", what},
+                                  {"ratio", value},
+                                  {"target", target},
+                                  {"want", want_max ? "<=" : ">="},
+                                  {"met", met},
                                   {"note", note}});
   }
 
@@ -161,16 +176,20 @@ std::string make_table(const nlohmann::json& j) {
            m["peak_source"].get<std::string>().c_str(), m["peaks"]["fp32"]["gflops"].get<double>(),
            m["peaks"]["fp32"]["unit"].get<std::string>().c_str(), m["peaks"]["bf16"]["gflops"].get<double>(),
            m["peaks"]["bf16"]["unit"].get<std::string>().c_str());
-  if (j["quick"].get<bool>()) s += "quick run: a quarter of the tokens (attention at T = 1024); not for comparison\n";
-  s += "\nvariant op, fwd+bwd            prec  shape                              ms   GFLOP/s  %peak    ref ms  "
+  if (j["quick"].get<bool>())
+    s += "quick run: a quarter of the tokens (attention at T = 1024); not for comparison\n";
+  s += "\nvariant op, fwd+bwd            prec  shape                              ms   GFLOP/s  %peak    ref "
+       "ms  "
        "ref/fast\n";
   for (const auto& r : j["rows"]) {
-    s += fmt("%-30s %-5s %-28s %9.2f", r["op"].get<std::string>().c_str(), r["precision"].get<std::string>().c_str(),
-             r["shape"].get<std::string>().c_str(), r["ms"].get<double>());
+    s += fmt("%-30s %-5s %-28s %9.2f", r["op"].get<std::string>().c_str(),
+             r["precision"].get<std::string>().c_str(), r["shape"].get<std::string>().c_str(),
+             r["ms"].get<double>());
     s += r.contains("gflops") ? fmt(" %9.1f %6.1f", r["gflops"].get<double>(), r["pct_peak"].get<double>())
                               : fmt(" %9s %6s", "-", "-");
-    s += r.contains("ref_ms") ? fmt(" %9.2f %8.1fx\n", r["ref_ms"].get<double>(), r["ref_over_fast"].get<double>())
-                              : fmt(" %9s %9s\n", "-", "-");
+    s += r.contains("ref_ms")
+             ? fmt(" %9.2f %8.1fx\n", r["ref_ms"].get<double>(), r["ref_over_fast"].get<double>())
+             : fmt(" %9s %9s\n", "-", "-");
   }
   s += "\nheadline ratios (measured in this run)\n";
   std::vector<nlohmann::json> hs(j["headlines"].begin(), j["headlines"].end());
@@ -181,10 +200,11 @@ std::string make_table(const nlohmann::json& j) {
              h["ratio"].get<double>(), h["want"].get<std::string>().c_str(), h["target"].get<double>(),
              h["met"].get<bool>() ? "met  " : "SHORT", h["note"].get<std::string>().c_str());
   for (const auto& x : j["mtp"])
-    s += fmt("mtp %-4s cost per extra predicted token (V = %lld): (t3 - t1)/2 = %.2f ms = %.1f%% of one lm_head "
-             "GEMM+CE (%.2f ms)\n",
-             x["precision"].get<std::string>().c_str(), x["V"].get<long long>(), x["ms_per_extra"].get<double>(),
-             x["pct_of_lm_head"].get<double>(), x["lm_head_ms"].get<double>());
+    s += fmt(
+        "mtp %-4s cost per extra predicted token (V = %lld): (t3 - t1)/2 = %.2f ms = %.2f%% of one lm_head "
+        "GEMM+CE (%.2f ms)\n",
+        x["precision"].get<std::string>().c_str(), x["V"].get<long long>(), x["ms_per_extra"].get<double>(),
+        x["pct_of_lm_head"].get<double>(), x["lm_head_ms"].get<double>());
   return s;
 }
 
@@ -197,12 +217,19 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
   const Ceilings c32 = machine_ceilings(threads, Precision::kFp32, o.peak_gflops);
   const Ceilings c16 = machine_ceilings(threads, Precision::kBf16, o.peak_gflops, c32.mem_gbs);
   nlohmann::json& J = *out;
-  J = {{"machine", {{"cpu", cpu_features().cpu_name}, {"isa", isa_name(active_isa())}, {"threads", threads},
-                    {"peak_source", c32.source},
-                    {"peaks", {{"fp32", {{"unit", c32.unit}, {"gflops", c32.peak_gflops}}},
-                               {"bf16", {{"unit", c16.unit}, {"gflops", c16.peak_gflops}}}}}}},
-       {"quick", o.quick}, {"repeats", rep},
-       {"rows", nlohmann::json::array()}, {"headlines", nlohmann::json::array()}, {"mtp", nlohmann::json::array()}};
+  J = {{"machine",
+        {{"cpu", cpu_features().cpu_name},
+         {"isa", isa_name(active_isa())},
+         {"threads", threads},
+         {"peak_source", c32.source},
+         {"peaks",
+          {{"fp32", {{"unit", c32.unit}, {"gflops", c32.peak_gflops}}},
+           {"bf16", {{"unit", c16.unit}, {"gflops", c16.peak_gflops}}}}}}},
+       {"quick", o.quick},
+       {"repeats", rep},
+       {"rows", nlohmann::json::array()},
+       {"headlines", nlohmann::json::array()},
+       {"mtp", nlohmann::json::array()}};
   Report R(&J, c32.peak_gflops, c16.peak_gflops);
   const int64_t N = o.quick ? 1024 : 4096;  // tokens of the MLP, MoE and loss rows
   const int64_t C = 512, V = 8192;
@@ -214,7 +241,9 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
     Tensor q({B, T, H, D}, 1), k({B, T, H, D}, 2), v({B, T, H, D}, 3);
     auto att = [&](Precision p, int64_t w) {
       return [&, p, w] {
-        fwd_bwd(p, [&](Tape& t) { return std::vector<Var>{causal_attention(t, q.on(t), k.on(t), v.on(t), 0.f, w)}; });
+        return fwd_bwd(p, [&](Tape& t) {
+          return std::vector<Var>{causal_attention(t, q.on(t), k.on(t), v.on(t), 0.f, w)};
+        });
       };
     };
     const double pl = attention_pairs(T, 0), ps = attention_pairs(T, W);
@@ -225,34 +254,40 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
       auto [tl, ts] = best_pair(rep, att(p, 0), att(p, W));
       R.row("attention L (full causal)", p, shape, tl, gflop(pl));
       R.row(fmt("attention S (window %lld)", static_cast<long long>(W)), p, shape, ts, gflop(ps));
-      R.headline(1, p, fmt("S/L attention fwd+bwd time, T=%lld W=%lld", static_cast<long long>(T),
-                           static_cast<long long>(W)),
+      R.headline(1, p,
+                 fmt("S/L attention fwd+bwd time, T=%lld W=%lld", static_cast<long long>(T),
+                     static_cast<long long>(W)),
                  ts / tl, true, 0.5, fmt("(FLOP ratio %.3f)", ps / pl));
     }
   }
 
-  // ---- headlines 2 and 3: MLPs at equal (active) parameters. relu2: fc (4C, C), proj (C, 4C); swiglu: hidden
-  // Hs = 8/3 C rounded up to 32, fc (2 Hs, C), proj (C, Hs); MoE: 8 experts of Hd = 2C, top 2.
+  // ---- headlines 2 and 3: MLPs at equal (active) parameters. relu2: fc (4C, C), proj (C, 4C); swiglu:
+  // hidden Hs = 8/3 C rounded up to 32, fc (2 Hs, C), proj (C, Hs); MoE: 8 experts of Hd = 2C, top 2.
   {
     const int64_t Hr = 4 * C, Hs = (8 * C / 3 + 31) / 32 * 32, E = 8, K = 2, Hd = 2 * C;
     Tensor x({N, C}, 4), fc({Hr, C}, 5, 0.04f), proj({C, Hr}, 6, 0.02f), sfc({2 * Hs, C}, 7, 0.04f),
-        sproj({C, Hs}, 8, 0.02f), router({E, C}, 9, 0.04f), efc({E, Hd, C}, 10, 0.04f), eproj({E, C, Hd}, 11, 0.02f);
+        sproj({C, Hs}, 8, 0.02f), router({E, C}, 9, 0.04f), efc({E, Hd, C}, 10, 0.04f),
+        eproj({E, C, Hd}, 11, 0.02f);
     auto relu2_mlp = [&](Precision p) {
       return [&, p] {
-        fwd_bwd(p, [&](Tape& t) { return std::vector<Var>{linear(t, relu2(t, linear(t, x.on(t), fc.on(t))), proj.on(t))}; });
+        return fwd_bwd(p, [&](Tape& t) {
+          return std::vector<Var>{linear(t, relu2(t, linear(t, x.on(t), fc.on(t))), proj.on(t))};
+        });
       };
     };
     auto swiglu_mlp = [&](Precision p) {
       return [&, p] {
-        fwd_bwd(p, [&](Tape& t) {
-          return std::vector<Var>{linear(t, gated_act(t, linear(t, x.on(t), sfc.on(t)), GatedAct::kSwiglu), sproj.on(t))};
+        return fwd_bwd(p, [&](Tape& t) {
+          return std::vector<Var>{
+              linear(t, gated_act(t, linear(t, x.on(t), sfc.on(t)), GatedAct::kSwiglu), sproj.on(t))};
         });
       };
     };
     auto moe = [&](Precision p) {
       return [&, p] {
-        fwd_bwd(p, [&](Tape& t) {
-          return std::vector<Var>{moe_mlp(t, x.on(t), router.on(t), efc.on(t), eproj.on(t), K, 0.f, 0.01f, nullptr)};
+        return fwd_bwd(p, [&](Tape& t) {
+          return std::vector<Var>{
+              moe_mlp(t, x.on(t), router.on(t), efc.on(t), eproj.on(t), K, 0.f, 0.01f, nullptr)};
         });
       };
     };
@@ -288,23 +323,23 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
     auto idx = rand_ids(B * T, V, 12), tgt = rand_ids(B * T, V, 13);
     Tensor t2({nb, Cm}, 14), t3({nb, Cm}, 15);
     auto ngram = [&] {
-      fwd_bwd(Precision::kFp32, [&](Tape& t) {
+      return fwd_bwd(Precision::kFp32, [&](Tape& t) {
         return std::vector<Var>{ngram_embedding(t, idx.data(), B, T, 2, nb, t2.on(t)),
                                 ngram_embedding(t, idx.data(), B, T, 3, nb, t3.on(t))};
       });
     };
     const std::string gshape = fmt("B=%d T=%d C=%lld V=8192", B, T, static_cast<long long>(Cm));
-    const std::string nshape = fmt("B=%d T=%d C=%lld buckets=%lld", B, T, static_cast<long long>(Cm),
-                                   static_cast<long long>(nb));
+    const std::string nshape =
+        fmt("B=%d T=%d C=%lld buckets=%lld", B, T, static_cast<long long>(Cm), static_cast<long long>(nb));
     double tn_best = 1e30;
     std::vector<double> tsteps;
     for (Precision p : precs) {
-      auto step = [&, p] {
+      auto step = wall([&, p] {
         Tape tape;
         tape.set_precision(p);
         Var loss = gpt.forward(tape, idx.data(), tgt.data(), B, T);
         tape.backward(loss);
-      };
+      });
       auto [tn, tstep] = best_pair(rep, ngram, step);
       tn_best = std::min(tn_best, tn);
       tsteps.push_back(tstep);
@@ -315,7 +350,8 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
       R.headline(4, precs[i], "ngram 2,3 fwd+bwd / depth-4 step fwd+bwd", tn_best / tsteps[i], true, 0.03,
                  fmt("(%.2f%% of the step)", 100 * tn_best / tsteps[i]));
 
-    // MTP: softcap_ce_multi on shared (N, V) logits with 1 vs 3 targets, against one lm_head GEMM + softcap CE.
+    // MTP: softcap_ce_multi on shared (N, V) logits with 1 vs 3 targets, against one lm_head GEMM + softcap
+    // CE.
     Tensor z({N, V}, 16, 4.f), xh({N, C}, 17), wh({V, C}, 18, 0.04f);
     auto y1 = rand_ids(N, V, 19), y2 = rand_ids(N, V, 20), y3 = rand_ids(N, V, 21);
     auto mtp = [&](int K) {
@@ -323,7 +359,8 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
         std::vector<const int32_t*> ts = {y1.data(), y2.data(), y3.data()};
         ts.resize(K);
         std::vector<float> w(K, 1.f);
-        fwd_bwd(Precision::kFp32, [&](Tape& t) { return std::vector<Var>{softcap_ce_multi(t, z.on(t), ts, w, 15.f)}; });
+        return fwd_bwd(Precision::kFp32,
+                       [&](Tape& t) { return std::vector<Var>{softcap_ce_multi(t, z.on(t), ts, w, 15.f)}; });
       };
     };
     auto [t1, t3m] = best_pair(rep, mtp(1), mtp(3));
@@ -331,14 +368,17 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
     R.row("softcap_ce_multi K=3", Precision::kFp32, ntok(N) + " V=8192", t3m, 0);
     for (Precision p : precs) {
       const double th = best_seconds(rep, [&] {
-        fwd_bwd(p, [&](Tape& t) {
+        return fwd_bwd(p, [&](Tape& t) {
           return std::vector<Var>{softcap_cross_entropy(t, linear(t, xh.on(t), wh.on(t)), y1.data(), 15.f)};
         });
       });
       R.row("lm_head GEMM + softcap CE", p, ntok(N) + " C=512 V=8192", th, 6.0 * N * V * C / 1e9);
       const double extra = (t3m - t1) / 2;
-      J["mtp"].push_back({{"precision", precision_name(p)}, {"V", V}, {"ms_per_extra", 1e3 * extra},
-                          {"lm_head_ms", 1e3 * th}, {"pct_of_lm_head", 100 * extra / th}});
+      J["mtp"].push_back({{"precision", precision_name(p)},
+                          {"V", V},
+                          {"ms_per_extra", 1e3 * extra},
+                          {"lm_head_ms", 1e3 * th},
+                          {"pct_of_lm_head", 100 * extra / th}});
     }
   }
 
@@ -350,12 +390,15 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
       Tensor x({N, 4 * C}, 30);
       std::vector<float> y(N * 4 * C), dy(N * 4 * C, 1.f);
       const double tf = best_seconds(rep, [&] {
-        fwd_bwd(Precision::kFp32, [&](Tape& t) { return std::vector<Var>{leaky_relu2(t, x.on(t), 0.01f)}; });
+        return fwd_bwd(Precision::kFp32,
+                       [&](Tape& t) { return std::vector<Var>{leaky_relu2(t, x.on(t), 0.01f)}; });
       });
-      const double tr = best_seconds(ref_rep, [&] {
-        ref::leaky_relu2_forward(y.data(), x.value.data(), N * 4 * C, 0.01f);
-        ref::leaky_relu2_backward(x.grad.data(), dy.data(), x.value.data(), N * 4 * C, 0.01f);
-      }, false);
+      const double tr = best_seconds(ref_rep, wall([&] {
+                                       ref::leaky_relu2_forward(y.data(), x.value.data(), N * 4 * C, 0.01f);
+                                       ref::leaky_relu2_backward(x.grad.data(), dy.data(), x.value.data(),
+                                                                 N * 4 * C, 0.01f);
+                                     }),
+                                     false);
       R.row("leaky_relu2", Precision::kFp32, ntok(N) + " x 2048", tf, 0, tr);
     }
     // gated_act over swiglu's c_fc output (N, 2 Hs).
@@ -363,12 +406,15 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
       Tensor x({N, 2 * Hs}, 31);
       std::vector<float> y(N * Hs), dy(N * Hs, 1.f);
       const double tf = best_seconds(rep, [&] {
-        fwd_bwd(Precision::kFp32, [&](Tape& t) { return std::vector<Var>{gated_act(t, x.on(t), kind)}; });
+        return fwd_bwd(Precision::kFp32,
+                       [&](Tape& t) { return std::vector<Var>{gated_act(t, x.on(t), kind)}; });
       });
-      const double tr = best_seconds(ref_rep, [&] {
-        ref::gated_act_forward(y.data(), x.value.data(), N, Hs, kind);
-        ref::gated_act_backward(x.grad.data(), dy.data(), x.value.data(), N, Hs, kind);
-      }, false);
+      const double tr =
+          best_seconds(ref_rep, wall([&] {
+                         ref::gated_act_forward(y.data(), x.value.data(), N, Hs, kind);
+                         ref::gated_act_backward(x.grad.data(), dy.data(), x.value.data(), N, Hs, kind);
+                       }),
+                       false);
       R.row(kind == GatedAct::kSwiglu ? "gated_act swiglu" : "gated_act geglu", Precision::kFp32,
             ntok(N) + " H=1376", tf, 0, tr);
     }
@@ -378,13 +424,17 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
       Tensor x({B * T, C}, 32), w({1, G}, 33), lam({1}, 34);
       std::vector<float> y(B * T * C), dy(B * T * C, 1.f);
       const double tf = best_seconds(rep, [&] {
-        fwd_bwd(Precision::kFp32, [&](Tape& t) { return std::vector<Var>{smear(t, x.on(t), w.on(t), lam.on(t), B, T)}; });
+        return fwd_bwd(Precision::kFp32, [&](Tape& t) {
+          return std::vector<Var>{smear(t, x.on(t), w.on(t), lam.on(t), B, T)};
+        });
       });
-      const double tr = best_seconds(ref_rep, [&] {
-        ref::smear_forward(y.data(), x.value.data(), w.value.data(), lam.value[0], B, T, C, G);
-        ref::smear_backward(x.grad.data(), w.grad.data(), lam.grad.data(), dy.data(), x.value.data(), w.value.data(),
-                            lam.value[0], B, T, C, G);
-      }, false);
+      const double tr = best_seconds(
+          ref_rep, wall([&] {
+            ref::smear_forward(y.data(), x.value.data(), w.value.data(), lam.value[0], B, T, C, G);
+            ref::smear_backward(x.grad.data(), w.grad.data(), lam.grad.data(), dy.data(), x.value.data(),
+                                w.value.data(), lam.value[0], B, T, C, G);
+          }),
+          false);
       R.row("smear", Precision::kFp32, fmt("B=%lld T=512 C=512 G=24", static_cast<long long>(B)), tf, 0, tr);
     }
     // key_shift on the keys (B, T, 4, 128), half of each half un-rotated.
@@ -393,13 +443,16 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
       Tensor k({B, T, H, D}, 35);
       std::vector<float> y(B * T * H * D), dy(B * T * H * D, 1.f);
       const double tf = best_seconds(rep, [&] {
-        fwd_bwd(Precision::kFp32, [&](Tape& t) { return std::vector<Var>{key_shift(t, k.on(t), p0)}; });
+        return fwd_bwd(Precision::kFp32,
+                       [&](Tape& t) { return std::vector<Var>{key_shift(t, k.on(t), p0)}; });
       });
-      const double tr = best_seconds(ref_rep, [&] {
-        ref::key_shift_forward(y.data(), k.value.data(), B, T, H, D, p0);
-        ref::key_shift_backward(k.grad.data(), dy.data(), B, T, H, D, p0);
-      }, false);
-      R.row("key_shift", Precision::kFp32, fmt("B=%lld T=512 H=4 D=128 p0=32", static_cast<long long>(B)), tf, 0, tr);
+      const double tr = best_seconds(ref_rep, wall([&] {
+                                       ref::key_shift_forward(y.data(), k.value.data(), B, T, H, D, p0);
+                                       ref::key_shift_backward(k.grad.data(), dy.data(), B, T, H, D, p0);
+                                     }),
+                                     false);
+      R.row("key_shift", Precision::kFp32, fmt("B=%lld T=512 H=4 D=128 p0=32", static_cast<long long>(B)), tf,
+            0, tr);
     }
     // ngram_embedding, order 3, 4 x 8192 buckets of C = 256.
     {
@@ -408,14 +461,18 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
       auto idx = rand_ids(B * T, V, 37);
       std::vector<float> y(B * T * Cn), dy(B * T * Cn, 1.f);
       const double tf = best_seconds(rep, [&] {
-        fwd_bwd(Precision::kFp32, [&](Tape& t) { return std::vector<Var>{ngram_embedding(t, idx.data(), B, T, 3, nb, table.on(t))}; });
+        return fwd_bwd(Precision::kFp32, [&](Tape& t) {
+          return std::vector<Var>{ngram_embedding(t, idx.data(), B, T, 3, nb, table.on(t))};
+        });
       });
-      const double tr = best_seconds(ref_rep, [&] {
-        ref::ngram_embedding_forward(y.data(), table.value.data(), idx.data(), B, T, 3, nb, Cn);
-        ref::ngram_embedding_backward(table.grad.data(), dy.data(), idx.data(), B, T, 3, nb, Cn);
-      }, false);
-      R.row("ngram_embedding n=3", Precision::kFp32, fmt("B=%lld T=512 C=256 buckets=32768", static_cast<long long>(B)),
-            tf, 0, tr);
+      const double tr = best_seconds(
+          ref_rep, wall([&] {
+            ref::ngram_embedding_forward(y.data(), table.value.data(), idx.data(), B, T, 3, nb, Cn);
+            ref::ngram_embedding_backward(table.grad.data(), dy.data(), idx.data(), B, T, 3, nb, Cn);
+          }),
+          false);
+      R.row("ngram_embedding n=3", Precision::kFp32,
+            fmt("B=%lld T=512 C=256 buckets=32768", static_cast<long long>(B)), tf, 0, tr);
     }
     // softcap_ce_multi, 3 targets: the reference is scalar tanh/exp over N x V twice, so a smaller N.
     {
@@ -425,12 +482,17 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
       const std::vector<const int32_t*> ts = {y1.data(), y2.data(), y3.data()};
       const std::vector<float> w = {1.f, 0.5f, 0.25f};
       const double tf = best_seconds(rep, [&] {
-        fwd_bwd(Precision::kFp32, [&](Tape& t) { return std::vector<Var>{softcap_ce_multi(t, z.on(t), ts, w, 15.f)}; });
+        return fwd_bwd(Precision::kFp32,
+                       [&](Tape& t) { return std::vector<Var>{softcap_ce_multi(t, z.on(t), ts, w, 15.f)}; });
       });
-      const double tr = best_seconds(ref_rep, [&] {
-        ref::softcap_ce_multi_forward<float>(nullptr, z.value.data(), ts.data(), w.data(), 3, Nc, V, 15.f);
-        ref::softcap_ce_multi_backward<float>(z.grad.data(), 1.f, z.value.data(), ts.data(), w.data(), 3, Nc, V, 15.f);
-      }, false);
+      const double tr =
+          best_seconds(ref_rep, wall([&] {
+                         ref::softcap_ce_multi_forward<float>(nullptr, z.value.data(), ts.data(), w.data(), 3,
+                                                              Nc, V, 15.f);
+                         ref::softcap_ce_multi_backward<float>(z.grad.data(), 1.f, z.value.data(), ts.data(),
+                                                               w.data(), 3, Nc, V, 15.f);
+                       }),
+                       false);
       R.row("softcap_ce_multi K=3", Precision::kFp32, ntok(Nc) + " V=8192", tf, 0, tr);
     }
     // Windowed attention (the reference materialises T x T scores) and the MoE at few tokens, each precision.
@@ -438,15 +500,20 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
       const int64_t Ta = o.quick ? 256 : 512, W = Ta / 4, H = 4, D = 128, n = Ta * H * D;
       Tensor q({1, Ta, H, D}, 42), k({1, Ta, H, D}, 43), v({1, Ta, H, D}, 44);
       std::vector<float> y(n), dy(n, 1.f), att(H * Ta * Ta);
-      const double tr = best_seconds(ref_rep, [&] {
-        ref::attention_forward<float>(y.data(), att.data(), q.value.data(), k.value.data(), v.value.data(), 1, Ta, H, H,
-                                      D, 0.f, W);
-        ref::attention_backward<float>(q.grad.data(), k.grad.data(), v.grad.data(), dy.data(), att.data(),
-                                       q.value.data(), k.value.data(), v.value.data(), 1, Ta, H, H, D, 0.f, W);
-      }, false);
+      const double tr =
+          best_seconds(ref_rep, wall([&] {
+                         ref::attention_forward<float>(y.data(), att.data(), q.value.data(), k.value.data(),
+                                                       v.value.data(), 1, Ta, H, H, D, 0.f, W);
+                         ref::attention_backward<float>(q.grad.data(), k.grad.data(), v.grad.data(),
+                                                        dy.data(), att.data(), q.value.data(), k.value.data(),
+                                                        v.value.data(), 1, Ta, H, H, D, 0.f, W);
+                       }),
+                       false);
       for (Precision p : precs) {
         const double tf = best_seconds(rep, [&] {
-          fwd_bwd(p, [&](Tape& t) { return std::vector<Var>{causal_attention(t, q.on(t), k.on(t), v.on(t), 0.f, W)}; });
+          return fwd_bwd(p, [&](Tape& t) {
+            return std::vector<Var>{causal_attention(t, q.on(t), k.on(t), v.on(t), 0.f, W)};
+          });
         });
         R.row(fmt("attention window %lld", static_cast<long long>(W)), p,
               fmt("B=1 T=%lld H=4 D=128", static_cast<long long>(Ta)), tf,
@@ -455,19 +522,23 @@ Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std
     }
     {
       const int64_t Nm = o.quick ? 128 : 512, E = 8, K = 2, Hd = 2 * C;
-      Tensor x({Nm, C}, 45), router({E, C}, 46, 0.04f), fc({E, Hd, C}, 47, 0.04f), proj({E, C, Hd}, 48, 0.02f);
+      Tensor x({Nm, C}, 45), router({E, C}, 46, 0.04f), fc({E, Hd, C}, 47, 0.04f),
+          proj({E, C, Hd}, 48, 0.02f);
       std::vector<float> y(Nm * C), dy(Nm * C, 1.f);
-      const double tr = best_seconds(ref_rep, [&] {
-        ref::moe_forward<float>(y.data(), x.value.data(), router.value.data(), fc.value.data(), proj.value.data(), Nm,
-                                C, E, Hd, K, 0.f);
-        ref::moe_backward<float>(x.grad.data(), router.grad.data(), fc.grad.data(), proj.grad.data(), dy.data(),
-                                 x.value.data(), router.value.data(), fc.value.data(), proj.value.data(), Nm, C, E,
-                                 Hd, K, 0.f, 0.01f);
-      }, false);
+      const double tr = best_seconds(
+          ref_rep, wall([&] {
+            ref::moe_forward<float>(y.data(), x.value.data(), router.value.data(), fc.value.data(),
+                                    proj.value.data(), Nm, C, E, Hd, K, 0.f);
+            ref::moe_backward<float>(x.grad.data(), router.grad.data(), fc.grad.data(), proj.grad.data(),
+                                     dy.data(), x.value.data(), router.value.data(), fc.value.data(),
+                                     proj.value.data(), Nm, C, E, Hd, K, 0.f, 0.01f);
+          }),
+          false);
       for (Precision p : precs) {
         const double tf = best_seconds(rep, [&] {
-          fwd_bwd(p, [&](Tape& t) {
-            return std::vector<Var>{moe_mlp(t, x.on(t), router.on(t), fc.on(t), proj.on(t), K, 0.f, 0.01f, nullptr)};
+          return fwd_bwd(p, [&](Tape& t) {
+            return std::vector<Var>{
+                moe_mlp(t, x.on(t), router.on(t), fc.on(t), proj.on(t), K, 0.f, 0.01f, nullptr)};
           });
         });
         R.row("moe_mlp top-2 of 8", p, ntok(Nm) + " C=512 Hd=1024", tf,
