@@ -73,6 +73,27 @@ double measure_peak_gflops(PeakUnit u, int threads) {
   return best;
 }
 
+Precision fastest_precision(std::string* why) {
+  static const std::pair<Precision, std::string> pick = [] {
+    if (!peak_unit_supported(PeakUnit::kBf16Dot) || active_isa() != Isa::kAvx512Bf16)
+      return std::make_pair(Precision::kFp32, std::string("fp32: no AVX512_BF16 tier"));
+    Calibration c;
+    double bf = 0, fp = 0;
+    std::string src = "measured now on 1 thread";
+    if (load_calibration(calibration_path(), omp_get_max_threads(), &c)) {
+      bf = c.peak(PeakUnit::kBf16Dot), fp = c.peak(PeakUnit::kAvx512Fma);
+      src = "calibration file";
+    } else {
+      bf = measure_peak_gflops(PeakUnit::kBf16Dot, 1), fp = measure_peak_gflops(PeakUnit::kAvx512Fma, 1);
+    }
+    char buf[200];
+    std::snprintf(buf, sizeof(buf), "bf16 dot %.0f vs fp32 fma %.0f GFLOP/s, %s", bf, fp, src.c_str());
+    return std::make_pair(bf > 1.05 * fp ? Precision::kBf16 : Precision::kFp32, std::string(buf));
+  }();
+  if (why) *why = pick.second;
+  return pick.first;
+}
+
 double measure_triad_gbs(int threads) {
   const size_t n = size_t(1) << 25;  // 3 x 128 MiB
   std::vector<float> a(n), b(n, 1.f), c(n, 2.f);

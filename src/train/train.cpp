@@ -89,7 +89,7 @@ double lr_multiplier(double progress, double warmup, double warmdown, double fin
 
 Status resolve_precision(const std::string& name, Precision* out) {
   if (name == "auto") {
-    *out = active_isa() == Isa::kAvx512Bf16 ? Precision::kBf16 : Precision::kFp32;
+    *out = fastest_precision();
   } else if (name == "fp32") {
     *out = Precision::kFp32;
   } else if (name == "bf16") {
@@ -490,8 +490,10 @@ Status TrainRun::setup() {
   std::printf("params: %.3fM total = matrices %.3fM + embeddings %.3fM + lm_head %.3fM + scalars %lld\n",
               gpt_->n_params() / 1e6, n_matrix / 1e6, n_emb / 1e6, n_head / 1e6, static_cast<long long>(n_scalar));
   std::printf("%s\n", kernels_banner().c_str());
-  std::printf("precision: %s (train.precision = %s)\n", precision_name(prec_),
-              cfg_.get_string("train.precision").c_str());
+  std::string why;
+  if (cfg_.get_string("train.precision") == "auto") fastest_precision(&why);
+  std::printf("precision: %s (train.precision = %s%s)\n", precision_name(prec_),
+              cfg_.get_string("train.precision").c_str(), why.empty() ? "" : (": " + why).c_str());
   if (comm_.distributed())
     std::printf("ranks: %d x %d threads (mpirun); %d data streams; optimizer %s; gradients %s, %s; comm timeout "
                 "%.0fs\n", comm_.size(), threads_, streams_,
