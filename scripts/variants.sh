@@ -5,7 +5,7 @@
 # step buys fewer steps. Step times are measured first, one after another (phase 1, a few seconds each: keep the
 # machine quiet then); the runs themselves (phase 2) take the measured times, so load during them slows the wall
 # clock but does not change a result. Writes docs/variants/<BUDGET>s/<name>.txt (each run's output) and table.md.
-# Usage: scripts/variants.sh [WIKI=data/wiki] [BUDGET=300]   (about 17 x (BUDGET + 40) s on 2 cores)
+# Usage: scripts/variants.sh [WIKI=data/wiki] [BUDGET=300]   (about 15 x (BUDGET + 60) s on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WIKI="${1:-data/wiki}"
@@ -27,10 +27,8 @@ VARIANTS=(
   "smear|configs/baseline.toml|model.smear=true"
   "backout|configs/baseline.toml|model.backout=true"
   "ve_gate_12x3|configs/baseline.toml|model.ve_gate_channels=12 model.ve_gate_scale=3 model.ve_gate_init=0.02"
-  "value_embeds_all|configs/baseline.toml|model.value_embeds=all"
   "leaky_relu2|configs/baseline.toml|model.mlp=leaky_relu2"
   "swiglu|configs/baseline.toml|model.mlp=swiglu model.mlp_ratio=2.6667"
-  "geglu|configs/baseline.toml|model.mlp=geglu model.mlp_ratio=2.6667"
   "tied|configs/baseline.toml|model.tie_embeddings=true"
   "ngram_2_3|configs/baseline.toml|model.ngram_orders=2,3"
   "mtp_2|configs/baseline.toml|model.mtp_heads=2"

@@ -92,9 +92,12 @@ TEST(Isa, NoSharedFunctionOutsideTheTiersUsesAvx) {
 }
 
 // The kernel and model test suites again at every other tier this CPU supports (the default run covers the best
-// one): each tier's kernels against the reference, end to end through attention, fused ops and the model.
+// one): each tier's kernels against the reference, end to end through attention, fused ops, the architecture
+// variants' ops and the model (with its levers, against PyTorch).
 TEST(Isa, KernelSuitesPassAtEveryTierThisCpuHas) {
-  const std::string filter = "Gemm.*:FlashAttention*:FusedOps*:Ops*:GptTorch*:PolarExpress*";
+  const std::string filter =
+      "Gemm.*:FlashAttention*:FusedOps*:Ops*:GptTorch*:PolarExpress*:VariantOps*:EmbedOps*:MoeFast*:MoeReference*:"
+      "VariantTorch.NanochatCurrent:VariantTorch.Swiglu:VariantTorch.MixtureOfExperts:VariantTorch.NgramTables";
   for (Isa t : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
     if (!isa_supported(t) || t == best_isa()) continue;
     auto r = run_cmd(std::string("FRONTIER_ISA=") + isa_name(t) + " " + FRONTIER_TESTS_BINARY +

@@ -159,7 +159,7 @@ Var Gpt::forward(Tape& t, const int32_t* idx, const int32_t* targets, int B, int
     x = add(t, x, attention(c, i, rmsnorm(t, x, kNormEps), cos_.data(), sin_.data()));
     MoeStats st;
     x = add(t, x, mlp(c, i, rmsnorm(t, x, kNormEps), s_.is_moe(i) ? &st : nullptr));
-    if (s_.is_moe(i)) {
+    if (s_.is_moe(i) && !logits_out && !row_losses) {  // training forwards only (not the evaluations)
       auto& m = moe_totals_;
       m.tokens_per_expert.resize(st.tokens_per_expert.size());
       for (size_t e = 0; e < st.tokens_per_expert.size(); e++) m.tokens_per_expert[e] += st.tokens_per_expert[e];

@@ -215,6 +215,12 @@ std::string TrainSummary::format() const {
   if (threads > 0) line("threads_per_rank", std::to_string(threads));
   if (ranks > 1) line("comm_ms_per_step", num("%.1f", comm_ms_per_step));
   if (data_epochs >= 1) line("data_epochs", num("%.2f", data_epochs) + " (documents repeated)");
+  if (!moe_expert_share.empty()) {
+    line("active_params_M", num("%.2f", active_params_M));
+    line("moe_expert_share", moe_expert_share + " (% of routed tokens)");
+    line("moe_dropped", std::to_string(moe_dropped));
+    line("moe_aux_loss", num("%.4f", moe_aux_loss));
+  }
   if (!not_saved.empty()) line("not_saved", not_saved);
   return out;
 }
@@ -916,6 +922,7 @@ Status TrainRun::run_steps() {
   StopSignals signals(root() ? "\nfrontier: stopping after this step and saving a checkpoint (again to quit at once)\n"
                              : nullptr);  // rank 0 speaks for the job
   comm_.reset_stats();
+  gpt_->moe_totals() = {};  // the routing of this run's steps (not the probe's)
   const float grad_scale = 1.0f / static_cast<float>(accum_ * R);  // the mean over every rank's micro-batches
   const int64_t bucket_bytes = static_cast<int64_t>(cfg_.get_float("train.comm_bucket_mb") * 1e6);
   // Benchmarks (scripts/bench_dist.sh): alternate the exchange's form step by step, so that both forms are timed
@@ -1113,6 +1120,20 @@ void TrainRun::fill_summary(TrainSummary* out) {
   if (comm_.distributed() && steps_here_ > 0) s.comm_ms_per_step = 1e3 * comm_.stats().seconds / steps_here_;
   s.data_epochs = 0;
   for (const auto& l : loaders_) s.data_epochs += l.epochs_read() / static_cast<double>(loaders_.size());
+  const Gpt::MoeTotals& m = gpt_->moe_totals();
+  if (shape_.arch.moe_experts > 0 && m.calls > 0) {  // this process's steps (rank 0's share under mpirun)
+    int64_t total = 0;
+    for (int64_t n : m.tokens_per_expert) total += n;
+    s.moe_expert_share.clear();
+    for (int64_t n : m.tokens_per_expert) {
+      char b[16];
+      std::snprintf(b, sizeof(b), "%.1f", 100.0 * n / std::max<int64_t>(1, total));
+      s.moe_expert_share += (s.moe_expert_share.empty() ? "" : " ") + std::string(b);
+    }
+    s.moe_dropped = m.dropped;
+    s.moe_aux_loss = m.aux_loss / m.calls;
+    s.active_params_M = gpt_->n_active_params() / 1e6;
+  }
   s.has_summary = true;
 }
 

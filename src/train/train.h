@@ -56,6 +56,12 @@ struct TrainSummary {
   double probe_step_seconds = 0;      // probe: the step time the budget was divided by
   double comm_ms_per_step = 0;        // ranks > 1: time inside collectives per step (waiting included)
   double data_epochs = 0;             // passes over the training data (rank 0's loaders); printed when >= 1
+  // Mixture of experts (printed when the model has experts): the share of routed (token, slot) pairs each expert
+  // took over the run ("12.5 12.4 ..." percent, all MoE layers), tokens dropped (always 0: no capacity limit),
+  // the mean load-balance loss (1 = perfectly balanced) and the active parameters (what FLOPs and MFU count).
+  std::string moe_expert_share;
+  int64_t moe_dropped = 0;
+  double moe_aux_loss = 0, active_params_M = 0;
   bool has_summary = false;           // train() got far enough to fill this in (print it even on an error)
   std::string format() const;  // autoresearch's summary block: "---" then one "key: value" per line
 };
