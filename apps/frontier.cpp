@@ -782,12 +782,13 @@ static int run_main(int argc, char** argv) {
                                 " does not match the data's tokenizer (" +
                                 std::to_string(data.tokenizer().vocab_size()) + ")"));
     int64_t n = eb_tokens > 0 ? eb_tokens : cfg.get_int("eval.tokens");
-    double bpb = 0;
+    double bpb = 0, se = 0;
     if (!(s = evaluate_bpb(*gpt, data, n, static_cast<int>(cfg.get_int("eval.batch")), gpt->shape().seq_len, &bpb,
-                           eb_split, &n)).ok())
+                           eb_split, &n, &se)).ok())
       return fail(s);
-    std::printf("%s_bpb: %.6f  (%lld tokens at seq_len %d)%s\n", eb_split.c_str(), bpb, static_cast<long long>(n),
-                gpt->shape().seq_len, cross.empty() ? "" : ("  [" + cross + "]").c_str());
+    std::printf("%s_bpb: %.6f  (%lld tokens at seq_len %d; standard error of the sample %.6f)%s\n",
+                eb_split.c_str(), bpb, static_cast<long long>(n), gpt->shape().seq_len, se,
+                cross.empty() ? "" : ("  [" + cross + "]").c_str());
     return 0;
   }
 

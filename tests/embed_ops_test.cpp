@@ -14,21 +14,15 @@
 #include "ops/cross_entropy.h"
 #include "ops/ngram.h"
 #include "ops/softcap_ce_multi.h"
+#include "grad_check.h"
 #include "test_util.h"
 #include "util/file.h"
 
 using namespace frontier;
 using namespace frontier::testing;
-using Vec = std::vector<double>;
 
 namespace {
 
-Vec randn(size_t n, std::mt19937& rng, double scale = 1.0) {
-  std::normal_distribution<double> d(0.0, scale);
-  Vec v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 std::vector<float> to_float(const Vec& v) {
   return std::vector<float>(v.begin(), v.end());
@@ -41,36 +35,7 @@ std::vector<int32_t> rand_ids(size_t n, int32_t hi, std::mt19937& rng) {
   return v;
 }
 
-// As ops_test.cpp: d(loss)/d(x) of each input against central differences.
-void check_grads(std::vector<Vec*> inputs, const std::function<double()>& loss,
-                 const std::function<std::vector<Vec>()>& grads, const char* what) {
-  std::vector<Vec> g = grads();
-  ASSERT_EQ(g.size(), inputs.size());
-  const double h = 1e-5;
-  for (size_t a = 0; a < inputs.size(); a++) {
-    Vec& x = *inputs[a];
-    double max_err = 0, max_num = 0;
-    for (size_t i = 0; i < x.size(); i++) {
-      double orig = x[i];
-      x[i] = orig + h;
-      double lp = loss();
-      x[i] = orig - h;
-      double lm = loss();
-      x[i] = orig;
-      double num = (lp - lm) / (2 * h);
-      max_err = std::max(max_err, std::abs(num - g[a][i]));
-      max_num = std::max(max_num, std::abs(num));
-    }
-    EXPECT_LE(max_err, 1e-6 * std::max(1.0, max_num))
-        << what << " input " << a << ": max abs error " << max_err;
-  }
-}
 
-double dot(const Vec& a, const Vec& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); i++) s += a[i] * b[i];
-  return s;
-}
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;

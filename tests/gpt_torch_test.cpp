@@ -7,6 +7,7 @@
 
 #include "model/gpt.h"
 #include "optim/optim.h"
+#include "grad_check.h"
 #include "test_util.h"
 #include "torch_peer.h"
 #include "util/file.h"
@@ -15,15 +16,6 @@ using namespace frontier;
 using namespace frontier::testing;
 
 namespace {
-
-double rel_err(const float* a, const float* b, int64_t n) {
-  double err = 0, mx = 0;
-  for (int64_t i = 0; i < n; i++) {
-    err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]));
-    mx = std::max(mx, std::abs(static_cast<double>(b[i])));
-  }
-  return mx > 0 ? err / mx : err;
-}
 
 void run_case(int depth, int dim, int head_dim, int n_kv_head, int V, int B, int T, int steps = 0) {
   ConfigSchema schema;

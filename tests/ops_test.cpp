@@ -11,52 +11,12 @@
 #include "ops/relu2.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
+#include "grad_check.h"
 #include "test_util.h"
 
 using namespace frontier;
-using Vec = std::vector<double>;
+using namespace frontier::testing;
 
-namespace {
-
-Vec randn(size_t n, std::mt19937& rng, double scale = 1.0) {
-  std::normal_distribution<double> d(0.0, scale);
-  Vec v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-// Checks d(loss)/d(x) for each input in `inputs` against finite differences. loss(inputs) evaluates the forward;
-// grads(inputs) returns the analytic gradients, same layout.
-void check_grads(std::vector<Vec*> inputs, const std::function<double()>& loss,
-                 const std::function<std::vector<Vec>()>& grads, const char* what) {
-  std::vector<Vec> g = grads();
-  ASSERT_EQ(g.size(), inputs.size());
-  const double h = 1e-5;
-  for (size_t a = 0; a < inputs.size(); a++) {
-    Vec& x = *inputs[a];
-    double max_err = 0, max_num = 0;
-    for (size_t i = 0; i < x.size(); i++) {
-      double orig = x[i];
-      x[i] = orig + h;
-      double lp = loss();
-      x[i] = orig - h;
-      double lm = loss();
-      x[i] = orig;
-      double num = (lp - lm) / (2 * h);
-      max_err = std::max(max_err, std::abs(num - g[a][i]));
-      max_num = std::max(max_num, std::abs(num));
-    }
-    EXPECT_LE(max_err, 1e-6 * std::max(1.0, max_num)) << what << " input " << a << ": max abs error " << max_err;
-  }
-}
-
-double dot(const Vec& a, const Vec& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); i++) s += a[i] * b[i];
-  return s;
-}
-
-}  // namespace
 
 TEST(OpsBackward, Matmul) {
   std::mt19937 rng(1);

@@ -370,3 +370,25 @@ TEST(Train, ArchitectureVariantsTrainResumeSampleAndExport) {
     EXPECT_EQ(e0.out, e1.out);
   }
 }
+
+// val_bpb's standard error from the validation sample (the windows as samples of a ratio estimator): in the summary,
+// and in `eval bpb`, where it shrinks as the sample grows (roughly as 1/sqrt(tokens): 8x the tokens, about 1/2.8).
+TEST(Train, ValBpbStandardErrorIsPrintedAndShrinksWithTheSample) {
+  const std::string run = dataset() + "/se_run";
+  auto r = run_cmd(train_cmd("--budget 1000 --set train.max_steps=3 --set train.run_dir=" + run));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const double se = summary_value(r.out, "val_bpb_se");
+  EXPECT_GT(se, 0) << r.out;
+  EXPECT_LT(se, 0.5 * summary_value(r.out, "val_bpb")) << r.out;
+  auto se_at = [&](int tokens) {
+    auto e = run_cmd(frontier_bin() + " eval bpb --checkpoint " + run + "/model.ckpt --tokens " +
+                     std::to_string(tokens));
+    EXPECT_EQ(e.rc, 0) << e.out;
+    const size_t p = e.out.find("standard error of the sample ");
+    return p == std::string::npos ? -1.0 : std::stod(e.out.substr(p + 29));
+  };
+  const double small = se_at(256), large = se_at(2048);
+  EXPECT_GT(small, 0);
+  EXPECT_GT(large, 0);
+  EXPECT_LT(large, small);
+}

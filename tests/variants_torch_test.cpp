@@ -12,6 +12,7 @@
 #include "export/nanochat_names.h"
 #include "export/safetensors.h"
 #include "model/gpt.h"
+#include "grad_check.h"
 #include "test_util.h"
 #include "util/file.h"
 
@@ -19,15 +20,6 @@ using namespace frontier;
 using namespace frontier::testing;
 
 namespace {
-
-double rel_err(const float* a, const float* b, int64_t n) {
-  double err = 0, mx = 0;
-  for (int64_t i = 0; i < n; i++) {
-    err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]));
-    mx = std::max(mx, std::abs(static_cast<double>(b[i])));
-  }
-  return mx > 0 ? err / mx : err;
-}
 
 ModelShape shape_of(const std::vector<std::string>& sets) {
   ConfigSchema schema;

@@ -193,6 +193,7 @@ std::string TrainSummary::format() const {
   };
   if (!interrupted.empty()) line("status", interrupted);
   else line("val_bpb", num("%.6f", val_bpb));
+  if (interrupted.empty() && val_bpb_se > 0) line("val_bpb_se", num("%.6f", val_bpb_se));
   line("training_seconds", num("%.1f", training_seconds));
   line("eval_seconds", num("%.1f", eval_seconds));
   line("total_seconds", num("%.1f", total_seconds));
@@ -226,7 +227,7 @@ std::string TrainSummary::format() const {
 }
 
 Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
-                    const std::string& split, int64_t* scored) {
+                    const std::string& split, int64_t* scored, double* se) {
   std::vector<Shard> shards;
   FRONTIER_RETURN_IF_ERROR(data.open_split(split, &shards));
   ValWindows windows;
@@ -241,30 +242,45 @@ Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int
   std::vector<int32_t> x(B * T), y(B * T);
   std::vector<float> losses(B * T);
   double nats = 0, bytes = 0;
+  // Per window (a row of T targets): sums for the ratio estimator's variance (se below).
+  double rows = 0, nn = 0, nb = 0, bb = 0;
   Status bad;
   for (int64_t s = 0; bad.ok() && windows.next(B, x.data(), y.data()); s++) {
     if (s % comm.size() != comm.rank()) continue;  // another rank's batch
     Tape tape;
     gpt.forward(tape, x.data(), y.data(), B, T, nullptr, losses.data());
-    for (int i = 0; i < B * T; i++) {
-      int nb = tb[y[i]];  // 0 for specials: the padding after a window (BOS) is not scored
-      if (nb == 0) continue;
-      if (!std::isfinite(losses[i])) {
-        bad = Status::error("the model's loss is not finite at validation position " + std::to_string(s * B * T + i) +
-                            " (its weights or activations overflow); val_bpb would be meaningless");
-        break;
+    for (int r = 0; r < B && bad.ok(); r++) {
+      double rn = 0, rb = 0;
+      for (int i = r * T; i < (r + 1) * T; i++) {
+        int nbytes = tb[y[i]];  // 0 for specials: the padding after a window (BOS) is not scored
+        if (nbytes == 0) continue;
+        if (!std::isfinite(losses[i])) {
+          bad = Status::error("the model's loss is not finite at validation position " +
+                              std::to_string(s * B * T + i) + " (its weights or activations overflow); val_bpb "
+                              "would be meaningless");
+          break;
+        }
+        rn += losses[i];
+        rb += nbytes;
       }
-      nats += losses[i];
-      bytes += nb;
+      if (rb == 0) continue;
+      nats += rn;
+      bytes += rb;
+      rows += 1, nn += rn * rn, nb += rn * rb, bb += rb * rb;
     }
   }
   FRONTIER_RETURN_IF_ERROR(comm.agree(bad));
-  double sums[2] = {nats, bytes};
-  FRONTIER_RETURN_IF_ERROR(comm.allreduce_sum(sums, 2, "the val_bpb sums"));
+  double sums[6] = {nats, bytes, rows, nn, nb, bb};
+  FRONTIER_RETURN_IF_ERROR(comm.allreduce_sum(sums, 6, "the val_bpb sums"));
   nats = sums[0];
   bytes = sums[1];
   if (bytes == 0) return Status::error("validation targets have no bytes (is token_bytes.bin all zeros?)");
   *bpb = nats / (std::log(2.0) * bytes);
+  if (se) {  // windows as the samples of a ratio estimator: var(R) ~ k/(k-1) sum (n_i - R b_i)^2 / (sum b_i)^2
+    const double R = nats / bytes, k = sums[2];
+    const double ss = std::max(0.0, sums[3] - 2 * R * sums[4] + R * R * sums[5]);
+    *se = k > 1 ? std::sqrt(k / (k - 1) * ss) / bytes / std::log(2.0) : 0.0;
+  }
   if (scored) *scored = windows.targets();
   return ok_status();
 }
@@ -428,7 +444,7 @@ class TrainRun {
   double flops_per_token_ = 0, peak_ = 0;
   std::string peak_unit_;
   // Progress, restored on resume.
-  double training_time_ = 0, smooth_ = 0, loss_val_ = 0, all_steps_time_ = 0, eval_s_ = 0, bpb_ = 0;
+  double training_time_ = 0, smooth_ = 0, loss_val_ = 0, all_steps_time_ = 0, eval_s_ = 0, bpb_ = 0, bpb_se_ = 0;
   int64_t step_ = 0, tokens_ = 0, steps_here_ = 0;
   std::string kept_log_;
   bool eval_only_ = false;
@@ -1078,7 +1094,7 @@ Status TrainRun::evaluate() {
   // The weights are on disk (or the failure is recorded): a kill now loses only the evaluation, which
   // `frontier train --resume` re-runs.
   Status s = evaluate_bpb(*gpt_, data_, cfg_.get_int("eval.tokens"), static_cast<int>(cfg_.get_int("eval.batch")), T_,
-                          &bpb_);
+                          &bpb_, "val", nullptr, &bpb_se_);
   eval_s_ = since(t_eval);
   if (!s.ok())
     return Status::error("final evaluation failed: " + s.message() +
@@ -1089,6 +1105,7 @@ Status TrainRun::evaluate() {
 void TrainRun::fill_summary(TrainSummary* out) {
   TrainSummary& s = *out;
   s.val_bpb = bpb_;
+  s.val_bpb_se = bpb_se_;
   s.training_seconds = training_time_;
   s.eval_seconds = eval_s_;
   s.total_seconds = since(t_start_);

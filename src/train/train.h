@@ -40,6 +40,7 @@ ConfigSchema train_schema();
 Status resolve_precision(const std::string& name, Precision* out);  // model.*, optim.*, train.*, eval.* keys
 
 struct TrainSummary {
+  double val_bpb_se = 0;  // the standard error of val_bpb from the validation sample (evaluate_bpb's se)
   double val_bpb = 0, training_seconds = 0, total_seconds = 0, eval_seconds = 0, peak_mem_mb = 0;
   double mfu_percent = 0, total_tokens_M = 0, num_params_M = 0, tokens_per_sec = 0, final_loss = 0;
   int64_t num_steps = 0;
@@ -82,8 +83,10 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
 // their first T tokens). Under mpirun the batches are dealt over the ranks (batch i to rank i mod R) and the sums
 // reduced: the same batches are scored. *scored (optional): the target tokens scored, eval_tokens or, for a split
 // shorter than that, the whole split (a warning says so).
+// *se (optional): the standard error of that estimate from the validation sample alone (the windows of T targets
+// as samples of a ratio estimator), so a difference between two runs can be told from the sample's noise.
 Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
-                    const std::string& split = "val", int64_t* scored = nullptr);
+                    const std::string& split = "val", int64_t* scored = nullptr, double* se = nullptr);
 
 // Loads a checkpoint written by train(): its config (into *cfg, through train_schema), weights (checked finite) and,
 // if id is given, the tokenizer and data identities it was trained with.
