@@ -157,3 +157,24 @@ TEST(EvalCore, PerItemLossesMatchPyTorch) {
               n_checked, items.size(), worst);
   std::filesystem::remove_all(d);
 }
+
+// The CORE harness on a model with every lever that changes its forward (windows, key offset, smear, backout, a
+// tied head, n-gram tables, experts, a gated MLP elsewhere): it scores, over the same 20 tasks.
+TEST(EvalCore, ArchitectureVariantsScore) {
+  REQUIRE_SHARED_DATA();
+  const std::vector<std::string> sets = {
+      "--set model.depth=3 --set model.window_pattern=SL --set model.short_window=8 --set model.rope_fraction=0.5 "
+      "--set model.key_offset=true --set model.smear=true --set model.backout=true --set model.tie_embeddings=true "
+      "--set model.ngram_orders=2,3 --set model.ngram_buckets=500 --set model.moe_experts=4 --set model.mlp=leaky_relu2",
+      "--set model.depth=2 --set model.mlp=swiglu --set model.mlp_ratio=2.6667 --set model.softcap=0 "
+      "--set model.qk_scale=1.2 --set model.mtp_heads=2"};
+  for (size_t v = 0; v < sets.size(); v++) {
+    const std::string run = dataset() + "/core_arch" + std::to_string(v);
+    auto r = run_cmd(train_cmd("--budget 1000 --set train.max_steps=2 --set train.run_dir=" + run + " " + sets[v]));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    r = run_cmd(frontier_bin() + " eval core --checkpoint " + run + "/model.ckpt --max-per-task 1 --bundle " +
+                shared_data() + "/eval_bundle");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("CORE (20/22 tasks): "), std::string::npos) << r.out;
+  }
+}
