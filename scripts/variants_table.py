@@ -26,17 +26,18 @@ def main():
             continue
         row = dict(name=name, cfg=os.path.basename(cfg), sets=sets or "-", bpb=bpb, steps=value(t, "num_steps"),
                    step_s=value(t, "probe_step_seconds"), tokens=value(t, "total_tokens_M"),
-                   params=value(t, "num_params_M"), mfu=value(t, "mfu_percent"))
+                   params=value(t, "num_params_M"), mfu=value(t, "mfu_percent"), se=value(t, "val_bpb_se"))
         rows.append(row)
         if name == "baseline":
             base = row
-    print("| variant | keys | step (s) | steps | tokens (M) | params (M) | val_bpb | vs baseline |")
+    print("| variant | keys | step (s) | steps | tokens (M) | params (M) | val_bpb (± sample s.e.) | vs baseline |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         delta = f"{100 * (r['bpb'] - base['bpb']) / base['bpb']:+.2f}%" if base and r is not base else ""
         keys = r["sets"] if r["cfg"] == "baseline.toml" else r["cfg"]
+        se = f" ± {r['se']:.4f}" if r["se"] else ""
         print(f"| {r['name']} | `{keys}` | {r['step_s']:.3f} | {r['steps']:.0f} | {r['tokens']:.2f} | "
-              f"{r['params']:.2f} | {r['bpb']:.4f} | {delta} |")
+              f"{r['params']:.2f} | {r['bpb']:.4f}{se} | {delta} |")
 
 
 if __name__ == "__main__":

@@ -35,8 +35,8 @@ double measure_peak_gflops(PeakUnit u, int threads);
 inline double measure_fma_gflops(int threads) { return measure_peak_gflops(PeakUnit::kAvx2Fma, threads); }
 double measure_triad_gbs(int threads);
 Calibration calibrate(int threads);
-// What train.precision = auto runs: bf16 where the CPU has the AVX512_BF16 dot unit and it is faster than its fp32
-// FMA unit (from the calibration file when there is one, else both peaks measured on one thread, once per process:
+// What train.precision = auto runs: bf16 where the CPU has the AVX512_BF16 dot unit, unless its fp32 FMA unit is
+// clearly (> 4/3 x) faster (from the calibration file when there is one, else both peaks measured on one thread, once per process:
 // on some Xeons vdpbf16ps has half the FMA's throughput), else fp32. why: one line saying which and the peaks.
 Precision fastest_precision(std::string* why = nullptr);
 std::string calibration_path();  // $FRONTIER_CACHE/calibration.json
