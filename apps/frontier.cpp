@@ -362,6 +362,10 @@ static int run_main(int argc, char** argv) {
                    "deliberate cross-data evaluation, said so in the result");
   ev_bpb->add_option("--split", eb_split, "Split to score")->check(CLI::IsMember({"val", "train"}))->capture_default_str();
   ev_bpb->add_option("--tokens", eb_tokens, "Tokens to score (0 = the run's eval.tokens)")->check(number_in(0));
+  std::string eb_against;
+  ev_bpb->add_option("--against", eb_against,
+                     "Another checkpoint (same seq_len and tokenizer) scored on the same windows: prints the "
+                     "difference and its paired standard error, far smaller than either score's own");
 
   auto* sm = app.add_subcommand("sample", "Generate text from a checkpoint (KV cache; temperature, top-k; "
                                           "deterministic for a seed)");
@@ -783,12 +787,36 @@ static int run_main(int argc, char** argv) {
                                 std::to_string(data.tokenizer().vocab_size()) + ")"));
     int64_t n = eb_tokens > 0 ? eb_tokens : cfg.get_int("eval.tokens");
     double bpb = 0, se = 0;
+    BpbWindows wa;
     if (!(s = evaluate_bpb(*gpt, data, n, static_cast<int>(cfg.get_int("eval.batch")), gpt->shape().seq_len, &bpb,
-                           eb_split, &n, &se)).ok())
+                           eb_split, &n, &se, &wa)).ok())
       return fail(s);
     std::printf("%s_bpb: %.6f  (%lld tokens at seq_len %d; standard error of the sample %.6f)%s\n",
                 eb_split.c_str(), bpb, static_cast<long long>(n), gpt->shape().seq_len, se,
                 cross.empty() ? "" : ("  [" + cross + "]").c_str());
+    if (!eb_against.empty()) {  // the other model on the same windows: the paired difference
+      Config cfg_b;
+      std::unique_ptr<Gpt> gpt_b;
+      RunIdentity id_b;
+      if (!(s = load_trained_model(eb_against, &cfg_b, &gpt_b, &id_b)).ok()) return fail(s);
+      if (gpt_b->shape().seq_len != gpt->shape().seq_len || gpt_b->shape().vocab_size != gpt->shape().vocab_size ||
+          (!id_b.tokenizer.empty() && !id.tokenizer.empty() && id_b.tokenizer != id.tokenizer))
+        return fail(Status::error("--against " + eb_against + " has seq_len " +
+                                  std::to_string(gpt_b->shape().seq_len) + " and vocab_size " +
+                                  std::to_string(gpt_b->shape().vocab_size) + " (or another tokenizer); the paired "
+                                  "comparison needs the same windows: seq_len " +
+                                  std::to_string(gpt->shape().seq_len) + ", the same tokenizer"));
+      double bpb_b = 0, se_b = 0, diff = 0, dse = 0;
+      BpbWindows wb;
+      if (!(s = evaluate_bpb(*gpt_b, data, n, static_cast<int>(cfg.get_int("eval.batch")), gpt->shape().seq_len,
+                             &bpb_b, eb_split, nullptr, &se_b, &wb)).ok())
+        return fail(s);
+      if (!bpb_difference(wa, wb, &diff, &dse))
+        return fail(Status::error("the paired comparison needs one process (not under mpirun)"));
+      std::printf("against:  %.6f  (%s; standard error of the sample %.6f)\n", bpb_b, eb_against.c_str(), se_b);
+      std::printf("difference: %+.6f  (paired standard error %.6f over %zu windows: %.1f standard errors)\n", diff,
+                  dse, wa.nats.size(), dse > 0 ? diff / dse : 0.0);
+    }
     return 0;
   }
 

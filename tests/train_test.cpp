@@ -391,4 +391,23 @@ TEST(Train, ValBpbStandardErrorIsPrintedAndShrinksWithTheSample) {
   EXPECT_GT(small, 0);
   EXPECT_GT(large, 0);
   EXPECT_LT(large, small);
+  // --against: another model on the same windows. Itself: a difference of exactly 0. Another seed's run: the
+  // difference of the two printed scores, with a paired standard error below either score's own.
+  auto e = run_cmd(frontier_bin() + " eval bpb --checkpoint " + run + "/model.ckpt --against " + run + "/model.ckpt");
+  ASSERT_EQ(e.rc, 0) << e.out;
+  EXPECT_NE(e.out.find("difference: +0.000000  (paired standard error 0.000000"), std::string::npos) << e.out;
+  const std::string other = dataset() + "/se_run_seed7";
+  r = run_cmd(train_cmd("--budget 1000 --set train.max_steps=3 --set train.seed=7 --set train.run_dir=" + other));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  e = run_cmd(frontier_bin() + " eval bpb --checkpoint " + run + "/model.ckpt --against " + other + "/model.ckpt");
+  ASSERT_EQ(e.rc, 0) << e.out;
+  auto after = [&](const std::string& key) {
+    const size_t p = e.out.find(key);
+    return p == std::string::npos ? NAN : std::stod(e.out.substr(p + key.size()));
+  };
+  const double a = after("val_bpb: "), b = after("against:  "), d = after("difference: "),
+               dse = after("paired standard error "), se_a = after("standard error of the sample ");
+  EXPECT_NEAR(d, a - b, 2e-6) << e.out;
+  EXPECT_GT(dse, 0) << e.out;
+  EXPECT_LT(dse, se_a) << e.out;
 }

@@ -227,12 +227,13 @@ std::string TrainSummary::format() const {
 }
 
 Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
-                    const std::string& split, int64_t* scored, double* se) {
+                    const std::string& split, int64_t* scored, double* se, BpbWindows* per_window) {
   std::vector<Shard> shards;
   FRONTIER_RETURN_IF_ERROR(data.open_split(split, &shards));
   ValWindows windows;
   FRONTIER_RETURN_IF_ERROR(windows.init(shards, T, eval_tokens));
   Comm& comm = Comm::world();
+  if (per_window) *per_window = BpbWindows{};
   // Fewer tokens in the split than asked: all of them are scored, once (no text twice), and the number is said.
   if (windows.targets() < eval_tokens && comm.root())
     std::fprintf(stderr, "warning: scoring the whole %s split of %s, %lld tokens, fewer than the %lld asked (lower "
@@ -264,6 +265,7 @@ Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int
         rb += nbytes;
       }
       if (rb == 0) continue;
+      if (per_window && comm.size() == 1) per_window->nats.push_back(rn), per_window->bytes.push_back(rb);
       nats += rn;
       bytes += rb;
       rows += 1, nn += rn * rn, nb += rn * rb, bb += rb * rb;
@@ -283,6 +285,22 @@ Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int
   }
   if (scored) *scored = windows.targets();
   return ok_status();
+}
+
+bool bpb_difference(const BpbWindows& a, const BpbWindows& b, double* diff, double* se) {
+  const size_t k = a.nats.size();
+  if (k == 0 || b.nats.size() != k || a.bytes != b.bytes) return false;
+  double d = 0, bytes = 0;
+  for (size_t i = 0; i < k; i++) d += a.nats[i] - b.nats[i], bytes += a.bytes[i];
+  const double D = d / bytes;  // nats per byte
+  double ss = 0;
+  for (size_t i = 0; i < k; i++) {
+    const double r = a.nats[i] - b.nats[i] - D * a.bytes[i];
+    ss += r * r;
+  }
+  *diff = D / std::log(2.0);
+  *se = k > 1 ? std::sqrt(double(k) / (k - 1) * ss) / bytes / std::log(2.0) : 0.0;
+  return true;
 }
 
 Status load_trained_model(const std::string& path, Config* cfg, std::unique_ptr<Gpt>* gpt, RunIdentity* id) {

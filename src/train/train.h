@@ -84,9 +84,17 @@ Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir
 // reduced: the same batches are scored. *scored (optional): the target tokens scored, eval_tokens or, for a split
 // shorter than that, the whole split (a warning says so).
 // *se (optional): the standard error of that estimate from the validation sample alone (the windows of T targets
-// as samples of a ratio estimator), so a difference between two runs can be told from the sample's noise.
+// as samples of a ratio estimator). windows (optional, one process only): each window's (nats, bytes), in order,
+// for a paired comparison of two models on the same windows (bpb_difference).
+struct BpbWindows {
+  std::vector<double> nats, bytes;
+};
 Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
-                    const std::string& split = "val", int64_t* scored = nullptr, double* se = nullptr);
+                    const std::string& split = "val", int64_t* scored = nullptr, double* se = nullptr,
+                    BpbWindows* windows = nullptr);
+// bpb(a) - bpb(b) on the same windows, and its standard error from the paired per-window differences: far smaller
+// than either model's own, since both score the same text. False if the windows differ.
+bool bpb_difference(const BpbWindows& a, const BpbWindows& b, double* diff, double* se);
 
 // Loads a checkpoint written by train(): its config (into *cfg, through train_schema), weights (checked finite) and,
 // if id is given, the tokenizer and data identities it was trained with.
