@@ -27,17 +27,23 @@ def main():
         row = dict(name=name, cfg=os.path.basename(cfg), sets=sets or "-", bpb=bpb, steps=value(t, "num_steps"),
                    step_s=value(t, "probe_step_seconds"), tokens=value(t, "total_tokens_M"),
                    params=value(t, "num_params_M"), mfu=value(t, "mfu_percent"), se=value(t, "val_bpb_se"))
+        paired = os.path.join(out, name + ".paired")  # scripts/variants_paired.sh
+        m = re.search(r"^difference: ([-+0-9.]+)  \(paired standard error ([0-9.]+)", open(paired).read(), re.M) \
+            if os.path.exists(paired) else None
+        row["diff"], row["dse"] = (float(m.group(1)), float(m.group(2))) if m else (None, None)
         rows.append(row)
         if name == "baseline":
             base = row
-    print("| variant | keys | step (s) | steps | tokens (M) | params (M) | val_bpb (± sample s.e.) | vs baseline |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("| variant | keys | step (s) | steps | tokens (M) | params (M) | val_bpb (± sample s.e.) | vs baseline "
+          "| paired difference (s.e.) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         delta = f"{100 * (r['bpb'] - base['bpb']) / base['bpb']:+.2f}%" if base and r is not base else ""
         keys = r["sets"] if r["cfg"] == "baseline.toml" else r["cfg"]
         se = f" ± {r['se']:.4f}" if r["se"] else ""
+        paired = f"{r['diff']:+.4f} ({r['dse']:.4f})" if r["diff"] is not None else ""
         print(f"| {r['name']} | `{keys}` | {r['step_s']:.3f} | {r['steps']:.0f} | {r['tokens']:.2f} | "
-              f"{r['params']:.2f} | {r['bpb']:.4f}{se} | {delta} |")
+              f"{r['params']:.2f} | {r['bpb']:.4f}{se} | {delta} | {paired} |")
 
 
 if __name__ == "__main__":

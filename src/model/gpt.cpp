@@ -121,7 +121,7 @@ double Gpt::flops_per_token() const {
   for (const auto& p : table_)
     if (p.group == ParamGroup::kMatrix || p.group == ParamGroup::kLmHead)
       n += p.name.find(".experts.") != std::string::npos ? active * p.numel() : p.numel();
-  if (s_.arch.tie_embeddings) n += param("wte").numel();  // the head's GEMM
+  // (a tied wte is in the lm_head group: its GEMM is counted once, as the head's)
   double attn = 0;  // nanochat: 12 H D x the keys a query sees, min(window, T) per layer
   for (int i = 0; i < s_.depth; i++) {
     const int w = s_.window(i);
