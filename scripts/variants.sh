@@ -24,9 +24,9 @@ VARIANTS=(
   "qk_scale_1.2|configs/baseline.toml|model.qk_scale=1.2"
   "rope_half|configs/baseline.toml|model.rope_fraction=0.5"
   "rope_half_key_offset|configs/baseline.toml|model.rope_fraction=0.5 model.key_offset=true"
-  # smear, backout and nanochat's 12 x 3 gate alone were probed but not run on 2026-12-06 (time; all three are in
-  # the nanochat row); value_embeds=all and geglu were not run either.
-  # "smear|configs/baseline.toml|model.smear=true"
+  "smear|configs/baseline.toml|model.smear=true"
+  # backout and nanochat's 12 x 3 gate alone were probed but not run on 2026-12-06 (time; both are in the nanochat
+  # row); value_embeds=all and geglu were not run either.
   # "backout|configs/baseline.toml|model.backout=true"
   # "ve_gate_12x3|configs/baseline.toml|model.ve_gate_channels=12 model.ve_gate_scale=3 model.ve_gate_init=0.02"
   "leaky_relu2|configs/baseline.toml|model.mlp=leaky_relu2"
