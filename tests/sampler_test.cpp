@@ -37,32 +37,39 @@ std::unique_ptr<Gpt> random_gpt(const std::string& kv_heads, const std::vector<s
   return g;
 }
 
+// The sampler's logits at every position against the full forward's (softcapped as the model's arch says): the
+// worst difference, relative to the position's largest logit.
+double worst_sampler_difference(Gpt& g) {
+  const int T = g.shape().seq_len, V = g.shape().vocab_size;
+  const double cap = g.shape().arch.softcap;
+  auto capped = [cap](double z) { return cap > 0 ? cap * std::tanh(z / cap) : z; };
+  std::vector<int32_t> idx(T), tgt(T, 0);
+  for (int t = 0; t < T; t++) idx[t] = (t * 37 + 11) % V;
+  Tape tape;
+  Var logits;
+  std::vector<float> rows(T);
+  g.forward(tape, idx.data(), tgt.data(), 1, T, &logits, rows.data());
+  const float* z = tape.value(logits);
+  Sampler s(g);
+  std::vector<float> got;
+  double worst = 0;
+  for (int t = 0; t < T; t++) {
+    s.push(static_cast<uint32_t>(idx[t]), &got);
+    double mx = 0;
+    for (int v = 0; v < V; v++) mx = std::max(mx, std::fabs(capped(z[t * V + v])));
+    for (int v = 0; v < V; v++) worst = std::max(worst, std::fabs(got[v] - capped(z[t * V + v])) / mx);
+  }
+  return worst;
+}
+
 }  // namespace
 
 TEST(Sampler, KvCacheLogitsMatchFullForward) {
   for (const std::string kv : {"0", "1"}) {  // 0: as many kv heads as heads; 1: GQA
     auto g = random_gpt(kv);
-    const int T = g->shape().seq_len, V = g->shape().vocab_size;
-    std::vector<int32_t> idx(T), tgt(T, 0);
-    for (int t = 0; t < T; t++) idx[t] = (t * 37 + 11) % V;
-    Tape tape;
-    Var logits;
-    g->forward(tape, idx.data(), tgt.data(), 1, T, &logits);
-    const float* z = tape.value(logits);
-    Sampler s(*g);
-    std::vector<float> got;
-    double worst = 0;
-    for (int t = 0; t < T; t++) {
-      s.push(static_cast<uint32_t>(idx[t]), &got);
-      float mx = 0;
-      for (int v = 0; v < V; v++) mx = std::max(mx, std::fabs(15.f * std::tanh(z[t * V + v] / 15.f)));
-      for (int v = 0; v < V; v++) {
-        double want = 15.0 * std::tanh(z[t * V + v] / 15.0);
-        worst = std::max(worst, std::fabs(got[v] - want) / mx);
-      }
-    }
+    const double worst = worst_sampler_difference(*g);
     std::printf("[sampler] n_kv_head=%s: worst logit difference %.2g of the largest logit over %d positions\n",
-                kv.c_str(), worst, T);
+                kv.c_str(), worst, g->shape().seq_len);
     EXPECT_LT(worst, 2e-5);
   }
 }
@@ -120,25 +127,7 @@ TEST(Sampler, ArchitectureVariantsMatchFullForward) {
        "model.short_window=5"}};
   for (const auto& extra : cases) {
     auto g = random_gpt("1", extra);
-    const int T = g->shape().seq_len, V = g->shape().vocab_size;
-    const double cap = g->shape().arch.softcap;
-    auto capped = [cap](double z) { return cap > 0 ? cap * std::tanh(z / cap) : z; };
-    std::vector<int32_t> idx(T), tgt(T, 0);
-    for (int t = 0; t < T; t++) idx[t] = (t * 37 + 11) % V;
-    Tape tape;
-    Var logits;
-    std::vector<float> rows(T);
-    g->forward(tape, idx.data(), tgt.data(), 1, T, &logits, rows.data());
-    const float* z = tape.value(logits);
-    Sampler s(*g);
-    std::vector<float> got;
-    double worst = 0;
-    for (int t = 0; t < T; t++) {
-      s.push(static_cast<uint32_t>(idx[t]), &got);
-      double mx = 0;
-      for (int v = 0; v < V; v++) mx = std::max(mx, std::fabs(capped(z[t * V + v])));
-      for (int v = 0; v < V; v++) worst = std::max(worst, std::fabs(got[v] - capped(z[t * V + v])) / mx);
-    }
+    const double worst = worst_sampler_difference(*g);
     std::printf("[sampler] %s ...: worst logit difference %.2g of the largest\n", extra[0].c_str(), worst);
     EXPECT_LT(worst, 2e-5) << extra[0];
   }
