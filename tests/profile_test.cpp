@@ -95,12 +95,16 @@ TEST(Profile, TinyModelStep) {
   // (The value-embedding gates are kMatrix linears too, with a gradient into their input.)
   EXPECT_NEAR(linear_flops / (6.0 * matrix_params * tokens), 1.0, 1e-9);
 
-  // Leaf ops account for nearly all of the step (the rest is tape bookkeeping): at least 90%.
+  // Leaf ops account for nearly all of the forward, backward and optimizer phases (the rest is tape bookkeeping):
+  // at least 90%. zero_grad is its own phase (a memset of the gradient arena) and is not counted: on a loaded
+  // CI machine its page faults alone took 13% of this tiny step.
   const auto& S = rep.json["summary"];
   double leaf = 0;
   for (const auto& [k, v] : ms) leaf += v;
+  const double phases = S["forward_ms"].get<double>() + S["backward_ms"].get<double>() +
+                        S["optimizer_ms"].get<double>();
   EXPECT_LE(leaf, S["step_ms"].get<double>());
-  EXPECT_GE(leaf, 0.9 * S["step_ms"].get<double>()) << rep.table();
+  EXPECT_GE(leaf, 0.9 * phases) << rep.table();
   EXPECT_GT(S["tokens_per_sec"].get<double>(), 0);
 
   // Chrome trace: every event complete ("X") with a start and a duration inside its step.
