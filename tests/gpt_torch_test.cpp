@@ -17,7 +17,8 @@ using namespace frontier::testing;
 
 namespace {
 
-void run_case(int depth, int dim, int head_dim, int n_kv_head, int V, int B, int T, int steps = 0) {
+void run_case(int depth, int dim, int head_dim, int n_kv_head, int V, int B, int T, int steps = 0,
+              const OptimConfig& optim = OptimConfig{}) {
   ConfigSchema schema;
   add_model_keys(&schema);
   Config cfg = schema.defaults();
@@ -49,7 +50,7 @@ void run_case(int depth, int dim, int head_dim, int n_kv_head, int V, int B, int
   Var logits;
   std::vector<float> losses;
   nlohmann::json step_spec = nlohmann::json::array(), groups = nlohmann::json::object();
-  OptimConfig oc;
+  OptimConfig oc = optim;
   Optimizer opt(gpt, oc);
   for (int s = 0; s < std::max(steps, 1); s++) {
     tape.clear();
@@ -74,7 +75,9 @@ void run_case(int depth, int dim, int head_dim, int n_kv_head, int V, int B, int
   std::string d = make_temp_dir("gpt_torch");
   nlohmann::json extra = nlohmann::json::object();
   if (steps > 0)
-    extra = {{"steps", step_spec}, {"groups", groups}, {"weight_decay", oc.weight_decay}, {"ns_steps", oc.ns_steps}};
+    extra = {{"steps", step_spec}, {"groups", groups}, {"weight_decay", oc.weight_decay}, {"ns_steps", oc.ns_steps},
+             {"muon", {{"equilibrate", oc.equilibrate}, {"renormalize", oc.renormalize},
+                       {"normuon_beta2", oc.normuon_beta2}}}};
   std::string out;
   ASSERT_TRUE(run_gpt_peer(gpt, w0, B, T, idx, tgt, extra, d, &out));
   const float* o = reinterpret_cast<const float*>(out.data());
@@ -128,3 +131,12 @@ TEST(GptTorch, GroupedQueryAttention) { run_case(2, 128, 32, 2, 280, 2, 12); }
 // a rank-deficient gradient's near-zero singular directions (pure rounding noise) to O(1), which no two fp32
 // implementations can agree on.
 TEST(GptTorch, FiveMuonAdamWStepsMatch) { run_case(2, 64, 32, 0, 300, 4, 64, 5); }
+// nanochat 92d63d4's Muon switches together (MuonEq rows, Muon+ renormalisation, NorMuon with beta2 0.9), against
+// the same steps written after its optim.py: the model has tall (c_fc) and wide (c_proj) matrices, so NorMuon's
+// per-row and per-column moments are both checked. Same tolerances as the plain update.
+TEST(GptTorch, NanochatMuonSwitchesMatch) {
+  OptimConfig oc;
+  oc.equilibrate = oc.renormalize = true;
+  oc.normuon_beta2 = 0.9f;
+  run_case(2, 64, 32, 0, 300, 4, 64, 5, oc);
+}

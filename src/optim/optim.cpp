@@ -72,14 +72,74 @@ void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps, Precision
   std::copy(Y.begin(), Y.begin() + n, X);
 }
 
+// Sums run in double, row by row in a fixed order (each matrix is on one thread: see Optimizer::step).
+void muon_equilibrate_rows(float* X, int64_t rows, int64_t cols) {
+  std::vector<double> norm(rows);
+  double total = 0;
+  for (int64_t i = 0; i < rows; i++) {
+    double acc = 0;
+    for (int64_t j = 0; j < cols; j++) acc += static_cast<double>(X[i * cols + j]) * X[i * cols + j];
+    norm[i] = std::sqrt(acc);
+    total += acc;
+  }
+  const double target = std::sqrt(total) / std::sqrt(static_cast<double>(rows));
+  for (int64_t i = 0; i < rows; i++) {
+    const float f = static_cast<float>(target / std::max(norm[i], 1e-6));
+    for (int64_t j = 0; j < cols; j++) X[i * cols + j] *= f;
+  }
+}
+
+void muon_renormalize(float* X, int64_t rows, int64_t cols) {
+  const double target = std::sqrt(static_cast<double>(std::min(rows, cols)));
+  const float f = static_cast<float>(target / std::max(std::sqrt(sum_squares(X, rows * cols)), 1e-6));
+  for (int64_t i = 0; i < rows * cols; i++) X[i] *= f;
+}
+
+// v has one entry per row (rows >= cols: the mean is over each row) or per column (wide: over each column).
+void normuon_scale(float* X, int64_t rows, int64_t cols, float* v, float beta2) {
+  const bool per_row = rows >= cols;
+  const int64_t m = per_row ? rows : cols, red = per_row ? cols : rows;
+  std::vector<double> mean(m, 0.0);
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) mean[per_row ? i : j] += static_cast<double>(X[i * cols + j]) * X[i * cols + j];
+  double norm_sq = 0, scaled_sq = 0;
+  std::vector<double> step(m);
+  for (int64_t k = 0; k < m; k++) {
+    mean[k] /= static_cast<double>(red);
+    norm_sq += mean[k] * red;
+    v[k] += (1.f - beta2) * (static_cast<float>(mean[k]) - v[k]);  // lerp(v, mean, 1 - beta2)
+    step[k] = 1.0 / std::sqrt(std::max(static_cast<double>(v[k]), 1e-10));
+    scaled_sq += mean[k] * red * step[k] * step[k];
+  }
+  const double back = std::sqrt(norm_sq) / std::max(std::sqrt(scaled_sq), 1e-10);
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) X[i * cols + j] *= static_cast<float>(step[per_row ? i : j] * back);
+}
+
 Optimizer::Optimizer(Gpt& gpt, const OptimConfig& cfg) : gpt_(gpt), cfg_(cfg) {
+  nv_offset_.assign(gpt.params().size(), -1);
+  if (cfg_.normuon_beta2 > 0)
+    for (size_t i = 0; i < gpt.params().size(); i++) {
+      const ParamInfo& p = gpt.params()[i];
+      if (p.group != ParamGroup::kMatrix) continue;
+      nv_offset_[i] = nv_size_;
+      nv_size_ += std::max(p.shape[0], p.shape[1]);  // rows >= cols: per row, else per column
+    }
   set_owned_range(0, static_cast<int64_t>(gpt.weights().size()));
 }
 
 void Optimizer::set_owned_range(int64_t lo, int64_t hi) {
   lo_ = lo;
   hi_ = hi;
-  state_.assign(3 * (hi - lo), 0.f);
+  state_.assign(3 * (hi - lo) + nv_size_, 0.f);
+}
+
+void Optimizer::keep_owned_normuon() {
+  for (size_t i = 0; i < gpt_.params().size(); i++) {
+    const ParamInfo& p = gpt_.params()[i];
+    if (nv_offset_[i] < 0 || (p.offset >= lo_ && p.offset < hi_)) continue;
+    std::fill_n(normuon_state() + nv_offset_[i], std::max(p.shape[0], p.shape[1]), 0.f);
+  }
 }
 
 AdamGroupInfo Optimizer::adam_settings(const ParamInfo& p) const {
@@ -124,7 +184,7 @@ void Optimizer::adam_update(const ParamInfo& p, const AdamGroupInfo& g, float lr
   }
 }
 
-void Optimizer::muon_update(const ParamInfo& p, float lr, float momentum, float wd) {
+void Optimizer::muon_update(const ParamInfo& p, float* nv, float lr, float momentum, float wd) {
   const int64_t n = p.numel(), N = hi_ - lo_;
   float* w = gpt_.weights().data() + p.offset;
   const float* gr = gpt_.grads().data() + p.offset;
@@ -138,7 +198,10 @@ void Optimizer::muon_update(const ParamInfo& p, float lr, float momentum, float 
       u[i] = gr[i] + momentum * (buf[i] - gr[i]);     // lerp(g, buf, mu): Nesterov
     }
   }
+  if (cfg_.equilibrate) muon_equilibrate_rows(u.data(), p.shape[0], p.shape[1]);
   polar_express(u.data(), p.shape[0], p.shape[1], cfg_.ns_steps, cfg_.ns_precision);
+  if (cfg_.renormalize) muon_renormalize(u.data(), p.shape[0], p.shape[1]);
+  if (nv) normuon_scale(u.data(), p.shape[0], p.shape[1], nv, cfg_.normuon_beta2);
   ProfScope ps("muon.update", "optim", 6.0 * n, 4.0 * 3 * n);  // u read, w read and written
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; i++) {
@@ -151,15 +214,19 @@ void Optimizer::muon_update(const ParamInfo& p, float lr, float momentum, float 
 // thread (its GEMMs then run single-threaded: no fork/join per product, and the 512 x 512 products that ran at
 // 40-50% of the bf16 peak over two threads keep one core busy). Every matrix is still computed in one fixed order,
 // so results do not depend on the thread count. AdamW's elementwise updates stay parallel inside.
-void Optimizer::step(float lr_mult, float muon_momentum, float progress) {
+void Optimizer::step(float lr_mult, float muon_momentum, float progress, float wd_mult) {
   t_++;
-  float wd = cfg_.weight_decay * (1.f - progress);
+  float wd = cfg_.weight_decay * (wd_mult >= 0 ? wd_mult : 1.f - progress);
   std::vector<const ParamInfo*> matrices;
+  std::vector<float*> nv;  // each matrix's NorMuon moments (nullptr: off)
   double flops = 0, bytes = 0;
-  for (const auto& p : gpt_.params()) {
+  float* nv_base = state_.data() + 3 * (hi_ - lo_);
+  for (size_t i = 0; i < gpt_.params().size(); i++) {
+    const ParamInfo& p = gpt_.params()[i];
     if (p.offset < lo_ || p.offset >= hi_) continue;  // another rank's (sharded optimizer)
     if (p.group == ParamGroup::kMatrix) {
       matrices.push_back(&p);
+      nv.push_back(nv_offset_[i] >= 0 ? nv_base + nv_offset_[i] : nullptr);
       const double r = std::min(p.shape[0], p.shape[1]), c = std::max(p.shape[0], p.shape[1]), n = r * c;
       flops += 12.0 * n + cfg_.ns_steps * (3.0 * r * r * c + r * r * r);
       bytes += 4.0 * (7.0 * n + cfg_.ns_steps * (2.0 * n + 3.0 * r * r));
@@ -167,13 +234,17 @@ void Optimizer::step(float lr_mult, float muon_momentum, float progress) {
       adam_update(p, adam_settings(p), lr_mult);
     }
   }
-  std::stable_sort(matrices.begin(), matrices.end(),
-                   [](const ParamInfo* a, const ParamInfo* b) { return a->numel() > b->numel(); });
+  std::vector<size_t> order(matrices.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return matrices[a]->numel() > matrices[b]->numel(); });
   ProfScope ps("muon (matrices over threads)", "optim", flops, bytes);
   ProfPause pause;  // the per-matrix scopes run on several threads; this one times them all
 #pragma omp parallel for schedule(dynamic, 1) if (matrices.size() > 1)
-  for (size_t i = 0; i < matrices.size(); i++)
-    muon_update(*matrices[i], muon_lr(*matrices[i]) * lr_mult, muon_momentum, wd);
+  for (size_t k = 0; k < order.size(); k++) {
+    const size_t i = order[k];
+    muon_update(*matrices[i], nv[i], muon_lr(*matrices[i]) * lr_mult, muon_momentum, wd);
+  }
 }
 
 }  // namespace frontier

@@ -14,6 +14,14 @@
 // rounded to bf16 while packing and accumulated in fp32; X, A and B themselves stay fp32 between iterations
 // (nanochat keeps X in bf16, which rounds once more per iteration).
 // AdamW: torch.optim.AdamW semantics (decoupled decay, bias correction), betas and eps per group.
+//
+// nanochat 92d63d4's additions to the Muon update, each a switch (off by default: today's update unchanged):
+//   equilibrate (MuonEq): before Polar Express, each row of u is rescaled to the mean row norm ||u||_F / sqrt(rows).
+//   renormalize (Muon+): after it, X is scaled to Frobenius norm sqrt(min(rows, cols)), an exact semi-orthogonal's.
+//   normuon_beta2 > 0 (NorMuon): a factored second moment of X, one value per row (rows >= cols) or per column
+//     (wide), v = lerp(v, mean(X^2 over the other dimension), 1 - beta2); X is scaled by v^-1/2 along that
+//     dimension and then back to its Frobenius norm before the scaling. nanochat uses beta2 = 0.9.
+// The NorMuon moments are one more state section, over every matrix of the model (state() below).
 #pragma once
 
 #include <vector>
@@ -31,6 +39,9 @@ struct OptimConfig {
   float adam_beta1 = 0.8f, adam_beta2 = 0.95f, adam_eps = 1e-10f;
   int ns_steps = 5;
   Precision ns_precision = Precision::kFp32;  // Polar Express GEMMs
+  bool equilibrate = false;   // optim.muon_equilibrate
+  bool renormalize = false;   // optim.muon_renormalize
+  float normuon_beta2 = 0.f;  // optim.normuon_beta2 (0 = off)
 };
 
 struct AdamGroupInfo {
@@ -40,12 +51,19 @@ struct AdamGroupInfo {
 class Optimizer {
  public:
   Optimizer(Gpt& gpt, const OptimConfig& cfg);
-  // lr_mult from the schedule; muon_momentum from its warmup; progress in [0, 1] for the weight-decay decay.
-  void step(float lr_mult, float muon_momentum, float progress);
+  // lr_mult from the schedule; muon_momentum from its warmup; progress in [0, 1] for the weight-decay decay:
+  // Muon's decay is weight_decay * (1 - progress), or weight_decay * wd_mult when wd_mult >= 0 (another schedule).
+  void step(float lr_mult, float muon_momentum, float progress, float wd_mult = -1.f);
   int64_t steps() const { return t_; }
   void set_steps(int64_t t) { t_ = t; }  // resume: Adam's bias correction continues from here
-  // [adam m | adam v | muon momentum], each over the owned range of the arena (all of it unless sharded).
+  // [adam m | adam v | muon momentum], each over the owned range of the arena (all of it unless sharded), then, with
+  // NorMuon, [its second moments]: normuon_size() floats over every matrix of the model (kept by each matrix's
+  // owner; other ranks' entries stay 0, so a sum over ranks gathers them).
   std::vector<float>& state() { return state_; }
+  int64_t normuon_size() const { return nv_size_; }
+  float* normuon_state() { return state_.data() + 3 * (hi_ - lo_); }
+  // After the whole NorMuon section was copied in (resume): zero the entries of matrices another rank owns.
+  void keep_owned_normuon();
   // Sharded optimizer (dist/shard_plan.h): this process updates, and keeps state for, only the parameters in the
   // arena range [lo, hi) (whole parameters); call before the first step (the state is reset).
   void set_owned_range(int64_t lo, int64_t hi);
@@ -56,16 +74,23 @@ class Optimizer {
   float muon_lr(const ParamInfo& p) const;
 
  private:
-  void muon_update(const ParamInfo& p, float lr, float momentum, float wd);
+  void muon_update(const ParamInfo& p, float* nv, float lr, float momentum, float wd);
   void adam_update(const ParamInfo& p, const AdamGroupInfo& g, float lr_mult);
   Gpt& gpt_;
   OptimConfig cfg_;
   int64_t t_ = 0;
   int64_t lo_ = 0, hi_ = 0;  // owned arena range
   std::vector<float> state_;
+  std::vector<int64_t> nv_offset_;  // per parameter: its NorMuon moments' offset in the last section (-1: none)
+  int64_t nv_size_ = 0;
 };
 
 // Polar Express orthogonalisation of X (rows, cols) in place, ns_steps iterations (<= 5). Exposed for tests.
 void polar_express(float* X, int64_t rows, int64_t cols, int ns_steps, Precision prec = Precision::kFp32);
+// The switches' steps on one matrix X (rows, cols), in place; v: its NorMuon moments (rows if rows >= cols, else
+// cols). Exposed for tests.
+void muon_equilibrate_rows(float* X, int64_t rows, int64_t cols);
+void muon_renormalize(float* X, int64_t rows, int64_t cols);
+void normuon_scale(float* X, int64_t rows, int64_t cols, float* v, float beta2);
 
 }  // namespace frontier

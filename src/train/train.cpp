@@ -34,6 +34,8 @@
 #include "train/checkpoint.h"
 #include "train/identity.h"
 #include "train/memory.h"
+#include "train/recipe.h"
+#include "train/schedule.h"
 #include "util/file.h"
 #include "util/file_lock.h"
 #include "util/sha256.h"
@@ -77,13 +79,6 @@ Status parse_mtp_weights(const std::string& text, int k, std::vector<float>* out
   return ok_status();
 }
 
-// LR multiplier on time progress: linear warmup, constant, linear warmdown to final_frac (nanochat get_lr_multiplier).
-double lr_multiplier(double progress, double warmup, double warmdown, double final_frac) {
-  if (warmup > 0 && progress < warmup) return (progress + 1e-9) / warmup;
-  if (progress <= 1.0 - warmdown) return 1.0;
-  double cooldown = (1.0 - progress) / warmdown;
-  return cooldown * 1.0 + (1.0 - cooldown) * final_frac;
-}
 
 }  // namespace
 
@@ -106,14 +101,7 @@ Status resolve_precision(const std::string& name, Precision* out) {
 ConfigSchema train_schema() {
   ConfigSchema s;
   add_model_keys(&s);
-  s.add_float("optim.matrix_lr", 0.02, "Muon learning rate for block matrices", {0, 100});
-  s.add_float("optim.embedding_lr", 0.2, "AdamW LR for wte and value embeddings, x (dim/768)^-0.5", {0, 100});
-  s.add_float("optim.unembedding_lr", 0.004, "AdamW LR for lm_head, x (dim/768)^-0.5", {0, 100});
-  s.add_float("optim.scalar_lr", 0.5, "AdamW LR for x0_lambdas (resid_lambdas get 1% of it)", {0, 100});
-  s.add_float("optim.weight_decay", 0.2, "Muon cautious weight decay, decaying linearly to 0 with progress",
-              {0, 100});
-  s.add_int("optim.momentum_warmup_steps", 300, "Muon momentum warms from 0.85 to 0.95 over this many steps",
-            {0, 1e12});
+  add_recipe_keys(&s);
   s.add_string("train.data", "data/default", "prepared dataset directory (frontier prepare --out)");
   s.add_float("train.budget_seconds", 60.0, "wall-clock training budget (optimizer steps only)",
               {1e-3, 30 * 86400.0});
@@ -121,9 +109,6 @@ ConfigSchema train_schema() {
   s.add_int("train.total_batch_tokens", 0, "tokens per optimizer step (0 = micro_batch * seq_len, no accumulation)",
             {0, 1e15});
   s.add_int("train.warmup_steps_excluded", 2, "first steps not counted in the budget (start-up effects)", {0, 1e6});
-  s.add_float("train.warmup_ratio", 0.0, "LR warmup, as a fraction of the budget", {0, 1});
-  s.add_float("train.warmdown_ratio", 0.5, "LR linear warmdown over this last fraction of the budget", {0, 1});
-  s.add_float("train.final_lr_frac", 0.0, "LR multiplier at the end of the warmdown", {0, 10});
   s.add_int("train.max_steps", 0, "stop after this many steps (0 = budget only); >0 also runs the schedules on "
             "step progress, which makes runs bit-reproducible",
             {0, 1e15});
@@ -194,6 +179,7 @@ std::string TrainSummary::format() const {
   if (!interrupted.empty()) line("status", interrupted);
   else line("val_bpb", num("%.6f", val_bpb));
   if (interrupted.empty() && val_bpb_se > 0) line("val_bpb_se", num("%.6f", val_bpb_se));
+  if (!weights.empty()) line("weights", weights);
   line("training_seconds", num("%.1f", training_seconds));
   line("eval_seconds", num("%.1f", eval_seconds));
   line("total_seconds", num("%.1f", total_seconds));
@@ -471,6 +457,9 @@ class TrainRun {
   int stop_signal_ = 0;
   std::string not_saved_;
   std::vector<float> mtp_base_;  // model.mtp_heads > 0: train.mtp_weights (before the anneal)
+  Recipe recipe_;                // the optim.* and schedule keys, typed
+  std::vector<float> ema_;       // train.ema_decay > 0: the weights' moving average (the whole arena)
+  int64_t accum_now_ = 0;        // this step's micro-batches (train.batch_warmup_ratio; else accum_)
 };
 
 // Extra target j of k (1-based) keeps its weight until (k - j) / (k + 1) of the run, then fades linearly to 0 at
@@ -553,6 +542,8 @@ Status TrainRun::setup() {
   std::printf("lr: matrix %.4g, embedding %.4g, lm_head %.4g (x (dim/768)^-0.5 = %.3f); budget %.1fs; run dir %s\n",
               oc.matrix_lr, oc.embedding_lr, oc.unembedding_lr, std::pow(shape_.dim / 768.0, -0.5), budget_,
               run_dir_.c_str());
+  const std::string recipe = describe_recipe(recipe_);
+  if (!recipe.empty()) std::printf("recipe: %s\n", recipe.c_str());
   std::fflush(stdout);
   return ok_status();
 }
@@ -605,6 +596,12 @@ Status TrainRun::setup_local() {
   FRONTIER_RETURN_IF_ERROR(data_.open_split("train", &train_shards_));
   FRONTIER_RETURN_IF_ERROR(resolve_precision(cfg_.get_string("train.precision"), &prec_));
   FRONTIER_RETURN_IF_ERROR(parse_comm_dtype(cfg_.get_string("train.comm_dtype"), &comm_dtype_));
+  FRONTIER_RETURN_IF_ERROR(read_recipe(cfg_, prec_, &recipe_));
+  if (recipe_.batch_warmup > 0 && accum_ < 2 * (streams_ / R))
+    return Status::error("train.batch_warmup_ratio needs gradient accumulation to grow the batch, but a step has " +
+                         std::to_string(accum_) + " micro-batch(es) per process; set train.total_batch_tokens to at "
+                         "least " + std::to_string(2 * streams_ * int64_t(B_) * T_) +
+                         " (2 micro-batches of micro_batch x seq_len per data stream)");
 
   // Refuse what cannot fit before allocating anything large (every rank on this host needs its share).
   mem_ = estimate_train_memory(shape_, B_, cfg_.get_int("eval.batch"));
@@ -624,14 +621,9 @@ Status TrainRun::setup_local() {
 
   gpt_ = std::make_unique<Gpt>(shape_);
   gpt_->init_nanochat(static_cast<uint64_t>(cfg_.get_int("train.seed")));
-  OptimConfig oc;
-  oc.ns_precision = prec_;
-  oc.matrix_lr = static_cast<float>(cfg_.get_float("optim.matrix_lr"));
-  oc.embedding_lr = static_cast<float>(cfg_.get_float("optim.embedding_lr"));
-  oc.unembedding_lr = static_cast<float>(cfg_.get_float("optim.unembedding_lr"));
-  oc.scalar_lr = static_cast<float>(cfg_.get_float("optim.scalar_lr"));
-  oc.weight_decay = static_cast<float>(cfg_.get_float("optim.weight_decay"));
+  const OptimConfig& oc = recipe_.optim;
   optim_ = std::make_unique<Optimizer>(*gpt_, oc);
+  if (recipe_.ema_decay > 0) ema_ = gpt_->weights();
   sharded_ = comm_.distributed() && cfg_.get_bool("train.shard_optimizer");
   if (sharded_) {
     plan_ = plan_optimizer_shards(gpt_->params(), R, oc.ns_steps);
@@ -763,7 +755,7 @@ Status TrainRun::check_disk_space() {
   struct statvfs fs;
   if (statvfs(run_dir_.c_str(), &fs) != 0) return ok_status();  // cannot tell: the writes will say
   const double free_b = static_cast<double>(fs.f_bavail) * fs.f_frsize;
-  const double ckpt = 4.0 * 4.0 * gpt_->weights().size() + 1e6;  // weights + 3 optimizer states, all ranks'
+  const double ckpt = 4.0 * (4.0 * gpt_->weights().size() + ema_.size()) + 1e6;  // weights, 3 states, EMA
   const double need = (opt_.resume_dir.empty() ? 2.0 : 1.0) * ckpt + 16e6;
   if (free_b < need) {
     char buf[256];
@@ -780,20 +772,21 @@ Status TrainRun::check_disk_space() {
 Status TrainRun::resume() {
   std::string toml, meta_text;
   std::vector<float> w, st;
-  const int64_t N = static_cast<int64_t>(gpt_->weights().size());
+  const int64_t N = static_cast<int64_t>(gpt_->weights().size()), V = optim_->normuon_size();
+  const int64_t S = 3 * N + V + static_cast<int64_t>(ema_.size());  // the layout of TrainRun::checkpoint
   Status s;
   if (root()) {
     s = load_checkpoint(ckpt_path_, &toml, &meta_text, &w, &st);
-    if (s.ok() && (static_cast<int64_t>(w.size()) != N || static_cast<int64_t>(st.size()) != 3 * N))
+    if (s.ok() && (static_cast<int64_t>(w.size()) != N || static_cast<int64_t>(st.size()) != S))
       s = Status::error(ckpt_path_ + " does not fit this run's model (was " + run_dir_ + "/config.toml edited?)");
     if (s.ok()) s = check_finite(w, ckpt_path_);
   }
   FRONTIER_RETURN_IF_ERROR(comm_.agree(s));
   FRONTIER_RETURN_IF_ERROR(comm_.bcast(&meta_text, "the checkpoint's metadata"));
   w.resize(N);
-  st.resize(3 * N);
+  st.resize(S);
   FRONTIER_RETURN_IF_ERROR(comm_.bcast(w.data(), 4 * N, "the checkpoint's weights"));
-  FRONTIER_RETURN_IF_ERROR(comm_.bcast(st.data(), 4 * 3 * N, "the checkpoint's optimizer state"));
+  FRONTIER_RETURN_IF_ERROR(comm_.bcast(st.data(), 4 * S, "the checkpoint's optimizer state"));
   nlohmann::json meta = nlohmann::json::parse(meta_text, nullptr, false);
   s = ok_status();
   if (meta.is_discarded() || !meta.is_object() || (!meta.contains("loader") && !meta.contains("loaders")))
@@ -844,6 +837,9 @@ Status TrainRun::resume() {
   const int64_t lo = optim_->owned_lo(), n = optim_->owned_hi() - lo;
   std::vector<float>& mine = optim_->state();
   for (int k = 0; k < 3; k++) std::copy(st.begin() + k * N + lo, st.begin() + k * N + lo + n, mine.begin() + k * n);
+  std::copy(st.begin() + 3 * N, st.begin() + 3 * N + V, optim_->normuon_state());
+  optim_->keep_owned_normuon();
+  if (!ema_.empty()) std::copy(st.begin() + 3 * N + V, st.end(), ema_.begin());
   optim_->set_steps(opt_steps);
   eval_only_ = done;  // training had finished; the evaluation (or the summary) had not
   if (root()) {
@@ -871,16 +867,27 @@ Status TrainRun::resume() {
 // calls this. Returns the collectives' status (an error: a rank is gone); *written gets rank 0's write status.
 Status TrainRun::checkpoint(bool training_done, Status* written) {
   *written = ok_status();
-  const int64_t N = static_cast<int64_t>(gpt_->weights().size());
+  const int64_t N = static_cast<int64_t>(gpt_->weights().size()), V = optim_->normuon_size();
+  // [m | v | momentum] (3 N) [NorMuon moments] (V) [weight EMA] (N, train.ema_decay > 0): one process's layout.
   std::vector<float> full;
   const std::vector<float>* state = &optim_->state();
   if (sharded_) {
     const std::vector<int64_t> counts = plan_.counts();
     const int64_t n = optim_->owned_hi() - optim_->owned_lo();
-    if (root()) full.resize(3 * N);
+    if (root()) full.resize(3 * N + V);
     for (int k = 0; k < 3; k++)
       FRONTIER_RETURN_IF_ERROR(comm_.gather(optim_->state().data() + k * n, root() ? full.data() + k * N : nullptr,
                                             counts, "gathering the optimizer state"));
+    if (V > 0) {  // each matrix's moments are on its owner alone (zeros elsewhere): their sum gathers them
+      std::vector<float> nv(optim_->normuon_state(), optim_->normuon_state() + V);
+      FRONTIER_RETURN_IF_ERROR(comm_.allreduce_sum(nv.data(), V, "gathering the NorMuon moments"));
+      if (root()) std::copy(nv.begin(), nv.end(), full.begin() + 3 * N);
+    }
+    state = &full;
+  }
+  if (!ema_.empty()) {
+    if (state != &full) full = *state;
+    full.insert(full.end(), ema_.begin(), ema_.end());
     state = &full;
   }
   nlohmann::json mine = nlohmann::json::array();
@@ -921,9 +928,6 @@ Status TrainRun::run_steps() {
   const int64_t excluded = cfg_.get_int("train.warmup_steps_excluded");
   const int64_t max_steps = cfg_.get_int("train.max_steps");
   const bool probe_mode = cfg_.get_string("train.budget_mode") == "probe";  // the step count alone ends the run
-  const int64_t mom_warm = cfg_.get_int("optim.momentum_warmup_steps");
-  const double warmup = cfg_.get_float("train.warmup_ratio"), warmdown = cfg_.get_float("train.warmdown_ratio");
-  const double final_frac = cfg_.get_float("train.final_lr_frac");
   const double ckpt_secs = cfg_.get_float("train.checkpoint_every_seconds");
   const int64_t ckpt_steps = cfg_.get_int("train.checkpoint_every_steps");
   const int R = comm_.size();
@@ -957,7 +961,6 @@ Status TrainRun::run_steps() {
                              : nullptr);  // rank 0 speaks for the job
   comm_.reset_stats();
   gpt_->moe_totals() = {};  // the routing of this run's steps (not the probe's)
-  const float grad_scale = 1.0f / static_cast<float>(accum_ * R);  // the mean over every rank's micro-batches
   const int64_t bucket_bytes = static_cast<int64_t>(cfg_.get_float("train.comm_bucket_mb") * 1e6);
   // Benchmarks (scripts/bench_dist.sh): alternate the exchange's form step by step, so that both forms are timed
   // under the same (drifting) load of a shared machine: "overlap" (odd steps overlapped; results unchanged) or
@@ -976,6 +979,10 @@ Status TrainRun::run_steps() {
     // computes the very floats that 2 ranks do (with more, MPI's reduction order may differ in the last bits).
     double loss_sum = 0;
     const int64_t k = static_cast<int64_t>(loaders_.size());
+    // train.batch_warmup_ratio: fewer micro-batches early on (every stream reads as many), the LR scaled by
+    // sqrt of the batch's share.
+    accum_now_ = accum_at(progress, accum_, k, recipe_.batch_warmup, recipe_.batch_start);
+    const float grad_scale = 1.0f / static_cast<float>(accum_now_ * R);  // the mean over every rank's micro-batches
     std::vector<float>& g = gpt_->grads();
     // The last stream's gradient plus the others' sum, range by range (a bucket's range just before it is sent).
     auto add_streams = [&](int64_t lo, int64_t hi) {
@@ -985,7 +992,7 @@ Status TrainRun::run_steps() {
     for (int64_t j = 0; j < k; j++) {
       gpt_->zero_grad();
       double stream_loss = 0;
-      for (int64_t a = j; a < accum_; a += k) {
+      for (int64_t a = j; a < accum_now_; a += k) {
         loaders_[j].next(x.data(), y.data());
         if (!repeat_warned_ && loaders_[j].epoch() > 0 && loaders_[j].epochs_read() > 1) {
           repeat_warned_ = true;
@@ -1000,7 +1007,7 @@ Status TrainRun::run_steps() {
         gpt_->mtp_weights() = mtp_weights_at(progress);
         gpt_->set_loss_seed(grad_scale);
         Var loss = gpt_->forward(tape, x.data(), y.data(), B_, T_);
-        if (overlap_ && j == k - 1 && a + k >= accum_) {  // the step's last backward: buckets go as they are final
+        if (overlap_ && j == k - 1 && a + k >= accum_now_) {  // the step's last backward: buckets go as they are final
           exchange_.plan_buckets(tape, bucket_bytes);
           tape.backward(loss, grad_scale, [this](const Node& n) { exchange_.param_final(n); });
         } else {
@@ -1020,23 +1027,33 @@ Status TrainRun::run_steps() {
       while (true) pause();
     Status cs = exchange_gradients(&loss_sum);
     if (!cs.ok()) return cs;  // the caller ends the job: another rank may be gone
-    loss_val_ = loss_sum / (accum_ * R);
+    loss_val_ = loss_sum / (accum_now_ * R);
     if (!std::isfinite(loss_val_) || loss_val_ > explode) {
       comm_.mark_agreed();  // the summed loss: every rank sees it
       return Status::error("training diverged at step " + std::to_string(step_) + ": loss " +
                            std::to_string(loss_val_) + " (lower the learning rates, e.g. --set optim.matrix_lr=0.01)");
     }
-    double lr_mult = lr_multiplier(progress, warmup, warmdown, final_frac);
-    double frac = std::min(1.0, static_cast<double>(step_) / std::max<int64_t>(1, mom_warm));
-    double momentum = (1 - frac) * 0.85 + frac * 0.95;
-    optim_->step(static_cast<float>(lr_mult), static_cast<float>(momentum), static_cast<float>(progress));
+    const Recipe& rc = recipe_;
+    double lr_mult = lr_multiplier(progress, rc.warmup, rc.warmdown, rc.final_lr_frac) *
+                     std::sqrt(static_cast<double>(accum_now_) / accum_);
+    double momentum = muon_momentum(rc.momentum, step_, rc.momentum_warmup_steps, progress, rc.warmdown);
+    optim_->step(static_cast<float>(lr_mult), static_cast<float>(momentum), static_cast<float>(progress),
+                 static_cast<float>(weight_decay_multiplier(rc.decay, progress)));
     if (sharded_)
       FRONTIER_RETURN_IF_ERROR(comm_.allgather(gpt_->weights().data(), plan_.counts(), "the weight all-gather"));
+    if (!ema_.empty()) {  // every rank holds the whole average (the weights are whole after the all-gather)
+      const float d = static_cast<float>(ema_decay_at(rc.ema_decay, optim_->steps()));
+      const float* w = gpt_->weights().data();
+      float* e = ema_.data();
+      const int64_t n = static_cast<int64_t>(ema_.size());
+#pragma omp parallel for schedule(static) if (n > 65536)
+      for (int64_t i = 0; i < n; i++) e[i] = d * e[i] + (1.f - d) * w[i];
+    }
     double dt = since(t0);
     if (step_ >= excluded) training_time_ += dt;
     all_steps_time_ += dt;
     steps_here_++;
-    tokens_ += total_;
+    tokens_ += total_ / accum_ * accum_now_;
     step_++;
     smooth_ = step_ == 1 ? loss_val_ : 0.9 * smooth_ + 0.1 * loss_val_;
     // Rank 0 decides for the job (its clock is the budget's): stop, checkpoint now; any rank's signal stops all.
@@ -1048,11 +1065,12 @@ Status TrainRun::run_steps() {
       decide[1] = (ckpt_steps > 0 && step_ % ckpt_steps == 0) || (ckpt_secs > 0 && since(last_ckpt) >= ckpt_secs);
     }
     FRONTIER_RETURN_IF_ERROR(comm_.allreduce_max(decide, 3, "the stop decision"));
-    double tps = total_ / dt, mfu = 100.0 * tps * flops_per_token_ / (peak_ * 1e9);
+    double tps = static_cast<double>(total_ / accum_ * accum_now_) / dt, mfu = 100.0 * tps * flops_per_token_ / (peak_ * 1e9);
     if (root()) {
       nlohmann::json rec = {{"step", step_}, {"loss", loss_val_}, {"lr_mult", lr_mult}, {"momentum", momentum},
                             {"tokens_per_sec", tps}, {"mfu", mfu}, {"step_seconds", dt},
                             {"training_seconds", training_time_}, {"progress", progress}};
+      if (accum_now_ != accum_) rec["batch_tokens"] = total_ / accum_ * accum_now_;
       if (comm_.distributed()) {
         rec["comm_seconds"] = comm_.stats().seconds;  // since the start: inside MPI calls, waiting included
         rec["overlap"] = overlap_;
@@ -1098,6 +1116,9 @@ Status TrainRun::run_steps() {
 
 Status TrainRun::save() {
   if (eval_only_) return ok_status();  // the checkpoint on disk already holds the finished training
+  // train.ema_decay: a finished run's checkpoint and val_bpb are the averaged weights' (an interrupted run keeps
+  // its own, to train on after --resume).
+  if (!ema_.empty() && !interrupted()) gpt_->weights() = ema_;
   Status s;
   FRONTIER_RETURN_IF_ERROR(checkpoint(/*training_done=*/!interrupted(), &s));
   if (!s.ok()) note_not_saved("model.ckpt", s);
@@ -1124,6 +1145,11 @@ void TrainRun::fill_summary(TrainSummary* out) {
   TrainSummary& s = *out;
   s.val_bpb = bpb_;
   s.val_bpb_se = bpb_se_;
+  if (recipe_.ema_decay > 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "EMA (train.ema_decay = %g)", recipe_.ema_decay);
+    s.weights = buf;
+  }
   s.training_seconds = training_time_;
   s.eval_seconds = eval_s_;
   s.total_seconds = since(t_start_);
@@ -1134,10 +1160,12 @@ void TrainRun::fill_summary(TrainSummary* out) {
   s.depth = shape_.depth;
   // Tokens/s over the counted steps; a run shorter than the excluded warm-up (e.g. train.max_steps=2) has none, so
   // it reports the speed of all its steps (timed in this process) instead of dividing by zero.
+  // With a batch-size warm-up the steps differ in tokens: their mean stands for each.
   const int64_t counted_steps = step_ - cfg_.get_int("train.warmup_steps_excluded");
+  const double step_tokens = step_ > 0 ? static_cast<double>(tokens_) / step_ : static_cast<double>(total_);
   s.tokens_per_sec = counted_steps > 0 && training_time_ > 0
-                         ? counted_steps * static_cast<double>(total_) / training_time_
-                         : (all_steps_time_ > 0 ? steps_here_ * static_cast<double>(total_) / all_steps_time_ : 0);
+                         ? counted_steps * step_tokens / training_time_
+                         : (all_steps_time_ > 0 ? steps_here_ * step_tokens / all_steps_time_ : 0);
   s.mfu_percent = 100.0 * s.tokens_per_sec * flops_per_token_ / (peak_ * 1e9);
   s.precision = precision_name(prec_);
   char pk[128];

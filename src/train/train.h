@@ -45,6 +45,7 @@ struct TrainSummary {
   double mfu_percent = 0, total_tokens_M = 0, num_params_M = 0, tokens_per_sec = 0, final_loss = 0;
   int64_t num_steps = 0;
   int depth = 0;
+  std::string weights;    // "" (the last step's) or "EMA (train.ema_decay = 0.99)": what the checkpoint and val_bpb hold
   std::string precision;  // "fp32" | "bf16": the GEMMs'
   std::string mfu_peak;   // the unit MFU is measured against, e.g. "461.3 GFLOP/s avx512bf16 bf16 dot"
   std::string run_dir;

@@ -148,6 +148,27 @@ TEST_F(Mpi, ArchitectureVariantsEqualOneProcess) {
   EXPECT_TRUE(ca.st == cb.st) << "optimizer state differs";
 }
 
+// The recipe levers under mpirun equal one process reading the same 2 streams, bit for bit: NorMuon's moments (kept
+// by each matrix's owner and summed into the checkpoint), the batch-size warm-up (each rank reads half the
+// micro-batches one process reads), the nanochat schedules and the weight EMA (every rank's whole copy).
+TEST_F(Mpi, RecipeLeversEqualOneProcess) {
+  const std::vector<std::string> recipe = {
+      "--set", "optim.normuon_beta2=0.9", "--set", "optim.muon_equilibrate=true", "--set",
+      "optim.muon_renormalize=true", "--set", "optim.momentum_schedule=nanochat", "--set",
+      "optim.weight_decay_schedule=cosine", "--set", "train.batch_warmup_ratio=0.5", "--set",
+      "train.ema_decay=0.9", "--set", "train.total_batch_tokens=512"};
+  const std::string one = dir_ + "/recipe_one", two = dir_ + "/recipe_two";
+  expect_ok(run_argv(train_args(one, cat(recipe, {"--set", "train.data_streams=2"})), 180), "1 process");
+  Outcome o = run_argv(cat(mpirun(2), train_args(two, recipe)), 180);
+  expect_ok(o, "mpirun -np 2");
+  const auto a = losses(one), b = losses(two);
+  ASSERT_EQ(a.size(), 20u);
+  EXPECT_EQ(a, b) << "losses differ";
+  const Ckpt ca = ckpt(one), cb = ckpt(two);
+  EXPECT_TRUE(ca.w == cb.w) << "weights differ";
+  EXPECT_TRUE(ca.st == cb.st) << "optimizer state (NorMuon moments and EMA included) differs";
+}
+
 // Overlap changes when the buckets go, not what is added: the exchange after the backward (one collective over the
 // arena) and the overlapped one with 10 KB buckets (one per parameter) or 100 KB buckets (some spanning both owners'
 // ranges), sharded and replicated, give bit-identical weights and optimizer state.

@@ -88,11 +88,16 @@ POLAR = [
 
 
 @torch.no_grad()
-def muon_step(p, buf, lr, momentum, wd, ns_steps):
-    """nanochat's Muon step (muon_step_fused), in fp32 and without NorMuon variance reduction."""
+def muon_step(p, buf, lr, momentum, wd, ns_steps, opts=None, nv=None):
+    """nanochat's Muon step (muon_step_fused), in fp32. opts (nanochat 92d63d4's switches): "equilibrate" (MuonEq
+    rows), "renormalize" (Muon+), "normuon_beta2" > 0 (NorMuon, moments in nv), written after 92d63d4's optim.py."""
+    opts = opts or {}
     g = p.grad
     buf.lerp_(g, 1 - momentum)
     g = g.lerp(buf, momentum)
+    if opts.get("equilibrate"):
+        target = g.norm() / (g.size(-2) ** 0.5)
+        g = g * (target / g.norm(dim=-1, keepdim=True).clamp_min(1e-6))
     X = g / (g.norm() * 1.02 + 1e-6)
     if g.size(-2) > g.size(-1):
         for a, b, c in POLAR[:ns_steps]:
@@ -102,6 +107,18 @@ def muon_step(p, buf, lr, momentum, wd, ns_steps):
         for a, b, c in POLAR[:ns_steps]:
             A = X @ X.mT
             X = a * X + (b * A + c * (A @ A)) @ X
+    if opts.get("renormalize"):
+        X = X * (min(X.size(-2), X.size(-1)) ** 0.5 / X.norm().clamp_min(1e-6))
+    beta2 = opts.get("normuon_beta2", 0)
+    if beta2 > 0:
+        red_dim = -1 if X.size(-2) >= X.size(-1) else -2
+        v_mean = X.square().mean(dim=red_dim, keepdim=True)
+        red_size = X.size(red_dim)
+        v_norm = (v_mean.sum() * red_size).sqrt()
+        nv.lerp_(v_mean, 1 - beta2)
+        step_size = nv.clamp_min(1e-10).rsqrt()
+        v_norm_new = ((v_mean * red_size) * step_size.square()).sum().sqrt()
+        X = X * (step_size * (v_norm / v_norm_new.clamp_min(1e-10)))
     mask = (X * p) >= 0
     p.sub_(lr * X + lr * wd * p * mask)
 
@@ -114,7 +131,9 @@ def train_steps(spec, P, idx, targets, cos, sin, out_path):
             adam_groups.append(dict(params=[P[name]], lr=g["lr"], betas=tuple(g["betas"]), eps=g["eps"],
                                     weight_decay=g["wd"], initial_lr=g["lr"]))
         else:
-            muon.append((P[name], torch.zeros_like(P[name]), g["lr"]))
+            t = P[name]
+            nv = torch.zeros(t.size(0), 1) if t.size(0) >= t.size(1) else torch.zeros(1, t.size(1))
+            muon.append((t, torch.zeros_like(t), g["lr"], nv))
     adam = torch.optim.AdamW(adam_groups)
     losses = []
     for st in spec["steps"]:
@@ -127,8 +146,8 @@ def train_steps(spec, P, idx, targets, cos, sin, out_path):
             group["lr"] = group["initial_lr"] * st["lr_mult"]
         adam.step()
         wd = spec["weight_decay"] * (1 - st["progress"])
-        for p, buf, lr in muon:
-            muon_step(p, buf, lr * st["lr_mult"], st["momentum"], wd, spec["ns_steps"])
+        for p, buf, lr, nv in muon:
+            muon_step(p, buf, lr * st["lr_mult"], st["momentum"], wd, spec["ns_steps"], spec.get("muon"), nv)
     flat = np.concatenate([P[p["name"]].detach().reshape(-1).numpy() for p in spec["params"]])
     np.concatenate([np.array(losses, dtype=np.float32), flat.astype(np.float32)]).tofile(out_path)
 
