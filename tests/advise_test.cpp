@@ -4,6 +4,7 @@
 // shorter than a step, a dataset too small for the budget, no calibration).
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "advise/advise.h"
@@ -123,7 +124,7 @@ TEST(Advise, EndToEndThenFromTheCache) {
   std::string d = make_temp_dir("advise");
   std::string base = base_toml(d, big_dataset() + "/data");
   const std::string cmd = "FRONTIER_CACHE=" + d + "/cache " + frontier_bin() + " advise --budget 3 --base " + base +
-                          " --depths 1,2 --seq-lens 16,32,64 --out " + d + "/advice.toml ";
+                          " --depths 1,2 --seq-lens 16,32,64 --out " + d + "/advice.toml --levers none ";
   auto r = run_cmd(cmd + "--validate 1 --compare " + base);
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("6 measured now"), std::string::npos) << r.out;
@@ -302,4 +303,83 @@ TEST(BudgetChart, OneLinePerConfigWithTheAdvisedShapesNoted) {
   ASSERT_GE(xs.size(), 5u) << svg;
   for (size_t i = 1; i + 1 < xs.size(); i++) EXPECT_GE(xs[i] - xs[i - 1], 40) << svg;  // the last is the axis title
   EXPECT_NE(svg.find(">30 min</text>"), std::string::npos);
+}
+
+// The architecture stage on the best shape: the base on 2 seeds, each lever alone on the first (its row in the
+// table and in validations.jsonl, keyed by its keys), the levers that beat the seed spread combined on both seeds
+// and taken only when their mean beats the base's by twice the standard error; the advice holds the levers' keys
+// exactly when it says "taken". Run again, everything comes from the cache. A bad lever name is a one-line error.
+TEST(Advise, ArchitectureStageMeasuresEachLeverAndCombines) {
+  std::string d = make_temp_dir("advise_levers");
+  std::string base = base_toml(d, big_dataset() + "/data");
+  const std::string cmd = "FRONTIER_CACHE=" + d + "/cache " + frontier_bin() + " advise --budget 3 --base " + base +
+                          " --depths 1,2 --seq-lens 16,32,64 --validate 1 --lr-scales 1 --seeds 2 --out " + d +
+                          "/advice.toml --levers ";
+  auto r = run_cmd(cmd + "windows,qk_scale,smear,normuon");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("architecture stage: depth"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("base: mean val_bpb"), std::string::npos) << r.out;
+  for (const char* name : {"\nwindows ", "\nqk_scale ", "\nsmear ", "\nnormuon "})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name << r.out;
+  std::string recipe_dir;
+  for (const auto& e : std::filesystem::directory_iterator(d + "/cache/advise"))
+    if (e.is_directory()) recipe_dir = e.path().string();
+  auto v = read_jsonl(recipe_dir + "/validations.jsonl");
+  // Rows on the first seed (no "seed" field) with one lever's keys; rows on seed 43: the base's and, when levers
+  // were combined, the combination's (whose first-seed row is a lever's own when one lever alone was combined).
+  std::set<std::string> single = {"model.window_pattern=SSSL", "model.qk_scale=1.2", "model.smear=true",
+                                  "optim.muon_equilibrate=true optim.muon_renormalize=true optim.normuon_beta2=0.9"};
+  std::set<std::string> first_seed;
+  int seed_rows = 0;
+  std::string combo;
+  for (const auto& row : v) {
+    const std::string lv = row.value("levers", std::string());
+    if (!row.contains("seed") && !lv.empty()) first_seed.insert(lv);
+    if (row.value("seed", 0) == 43) {
+      seed_rows++;
+      if (!lv.empty()) combo = lv;
+    }
+  }
+  for (const auto& k : single) EXPECT_TRUE(first_seed.count(k)) << k << "\n" << r.out;
+  const bool combined = r.out.find("\ncombining ") != std::string::npos;
+  EXPECT_EQ(seed_rows, combined ? 2 : 1) << r.out;  // the base's second seed, and the combination's
+  EXPECT_EQ(first_seed.size(), single.size() + (combined && !single.count(combo) ? 1 : 0)) << r.out;
+  if (combined) EXPECT_TRUE(first_seed.count(combo)) << combo;
+  // qk_scale's step is the base's by construction: it trains the base's step time (the seed-43 base row's).
+  double base_step = 0, qk_step = -1;
+  for (const auto& row : v) {
+    if (row.value("seed", 0) == 43 && !row.contains("levers")) base_step = row["step_s"].get<double>();
+    if (row.value("levers", std::string()) == "model.qk_scale=1.2") qk_step = row["step_s"].get<double>();
+  }
+  EXPECT_EQ(qk_step, base_step);
+  std::string advice;
+  ASSERT_TRUE(read_file(d + "/advice.toml", &advice).ok());
+  EXPECT_NE(advice.find("# Architecture stage: "), std::string::npos) << advice;
+  std::string keys;  // the TOML without its comment lines
+  std::istringstream lines(advice);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("#", 0) != 0) keys += line + "\n";
+  const bool taken = r.out.find(": taken") != std::string::npos;
+  if (taken) {
+    ASSERT_TRUE(combined);
+    // Every key of the combination is in the advice.
+    std::istringstream in(combo);
+    for (std::string kv; in >> kv;) {
+      const std::string key = kv.substr(kv.find('.') + 1, kv.find('=') - kv.find('.') - 1);
+      EXPECT_NE(keys.find(key + " = "), std::string::npos) << kv << "\n" << advice;
+    }
+  } else {
+    for (const char* key : {"window_pattern", "qk_scale", "smear", "normuon_beta2"})
+      EXPECT_EQ(keys.find(key), std::string::npos) << key << "\n" << advice;
+  }
+  // Again: every run is the cache's.
+  auto again = run_cmd(cmd + "windows,qk_scale,smear,normuon");
+  ASSERT_EQ(again.rc, 0) << again.out;
+  EXPECT_EQ(again.out.find("/validate/"), std::string::npos) << again.out;
+  EXPECT_EQ(read_jsonl(recipe_dir + "/validations.jsonl").size(), v.size() + 1) << "one more advice row only";
+
+  auto bad = run_cmd(cmd + "windows,wings");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("--levers: unknown lever 'wings'; use default, all, none or names from: windows, swiglu"),
+            std::string::npos) << bad.out;
 }

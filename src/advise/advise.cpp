@@ -15,6 +15,7 @@
 #include "advise/budget_chart.h"
 #include "advise/loss_model.h"
 #include "autograd/buffer_pool.h"
+#include "advise/levers.h"
 #include "calibrate/calibrate.h"
 #include "data/dataset.h"
 #include "data/loader.h"
@@ -132,11 +133,19 @@ struct Advisor {
   Status sweep();
   Status fit();
   void predict();
-  Status write_advice(const Candidate& pick, double measured, const std::string& how, double lr_scale = 1.0);
+  Status write_advice(const Candidate& pick, double measured, const std::string& how, double lr_scale = 1.0,
+                      const std::map<std::string, std::string>& levers = {}, const std::string& lever_note = "");
+  Status lever_step_time(const Config& base_cfg, const Config& lever_cfg, const std::string& what,
+                         const Candidate& pick, double* step_s);
+  // The architecture stage on the best shape (advise.h): *sets the chosen levers' keys, *bpb their measured mean.
+  Status lever_stage(const Candidate& pick, double lr_scale, double base_bpb, std::map<std::string, std::string>* sets,
+                     double* bpb, std::string* note);
   Status validate(const std::vector<const Candidate*>& picks, std::vector<double>* measured);
   Status compare();
+  // extra: keys set on top (levers); seed: 0 = the base's train.seed. Both are part of the cache's match.
   Status run_at_budget(const std::string& label, const std::string& config, const Candidate* c, double step_s,
-                       double predicted, double* measured, double lr_scale = 1.0);
+                       double predicted, double* measured, double lr_scale = 1.0,
+                       const std::map<std::string, std::string>& extra = {}, uint64_t seed = 0);
   std::map<std::string, std::string> lr_sets(double scale) const;
   Status append_validation(const json& row);
   Config candidate_config(const Candidate& c) const;
@@ -519,12 +528,14 @@ void Advisor::predict() {
   }
 }
 
-Status Advisor::write_advice(const Candidate& p, double measured, const std::string& how, double lr_scale) {
+Status Advisor::write_advice(const Candidate& p, double measured, const std::string& how, double lr_scale,
+                             const std::map<std::string, std::string>& levers, const std::string& lever_note) {
   ConfigSchema schema = train_schema();
   Config defaults = schema.defaults(), diff;
   Config cc = candidate_config(p);
   if (lr_scale != 1.0)
     for (const auto& [k, v] : lr_sets(lr_scale)) cc.set(k, std::stod(v));
+  for (const auto& [k, v] : levers) FRONTIER_RETURN_IF_ERROR(schema.apply_set(k + "=" + v, &cc));
   cc.set("model.vocab_size", int64_t(0));  // the data's
   for (const auto& [k, v] : cc.values()) {
     bool always = k == "model.depth" || k == "model.seq_len" || k == "train.micro_batch" || k == "train.data" ||
@@ -546,6 +557,7 @@ Status Advisor::write_advice(const Candidate& p, double measured, const std::str
                 lr_scale == 1.0 ? "; so are its learning rates"
                                 : fmt("; its learning rates x %g (measured best)", lr_scale).c_str());
   std::string text = head;
+  if (!lever_note.empty()) text += "# Architecture stage: " + lever_note + "\n";
   if (measured > 0) text += "# Measured here at the full budget: val_bpb " + fmt("%.4f", measured) + " (" + how + ").\n";
   FRONTIER_RETURN_IF_ERROR(write_file_atomic(o.out, text + diff.to_toml()));
   std::printf("\nadvice: %s%s, seq_len %d, micro_batch %d: predicted val_bpb %.4f%s; written to %s\n",
@@ -573,10 +585,17 @@ std::string row_shape(const json& r) {
 // that the prediction and the run see the same number of steps. A run of the same config, shape, budget and step
 // time recorded before is not trained again (probe mode makes it the same run): its val_bpb is reused.
 Status Advisor::run_at_budget(const std::string& label, const std::string& config, const Candidate* c,
-                              double step_s, double predicted, double* measured, double lr_scale) {
+                              double step_s, double predicted, double* measured, double lr_scale,
+                              const std::map<std::string, std::string>& extra, uint64_t seed) {
   *measured = 0;
   const std::string shape = c != nullptr ? c->label() : "";
   const std::string scale_key = lr_scale == 1.0 ? "" : fmt(" lr x %.9g", lr_scale);  // rows before it have none
+  const uint64_t base_seed = static_cast<uint64_t>(base.get_int("train.seed"));
+  if (seed == 0) seed = base_seed;
+  // Rows written before levers and seeds have neither: theirs are "" and the base's seed.
+  const std::string lever_key = sets_key(extra);
+  const std::string run_key = (lever_key.empty() ? "" : " levers " + lever_key) +
+                              (seed == base_seed ? "" : " seed " + std::to_string(seed));
   const int64_t steps = static_cast<int64_t>(o.budget / step_s);
   std::printf("validate  %-28s %6lld steps ... ", label.c_str(), static_cast<long long>(steps));
   std::fflush(stdout);
@@ -587,7 +606,8 @@ Status Advisor::run_at_budget(const std::string& label, const std::string& confi
       json r = json::parse(line, nullptr, false);
       if (!r.is_object() || r.value("config", std::string()) != config || r.value("budget", 0.0) != o.budget ||
           std::fabs(r.value("step_s", 0.0) / step_s - 1) > 1e-9 || row_shape(r) != shape || r.value("advice", false) ||
-          r.value("lr_scale", 1.0) != lr_scale)
+          r.value("lr_scale", 1.0) != lr_scale || r.value("levers", std::string()) != lever_key ||
+          r.value("seed", base_seed) != seed)
         continue;
       *measured = r.value("val_bpb", 0.0);
     }
@@ -603,15 +623,16 @@ Status Advisor::run_at_budget(const std::string& label, const std::string& confi
     if (c != nullptr) sets = candidate_sets(*c);
     if (lr_scale != 1.0)
       for (const auto& [k, v] : lr_sets(lr_scale)) sets[k] = v;
+    for (const auto& [k, v] : extra) sets[k] = v;
     sets["train.budget_mode"] = "probe";
     sets["train.probe_step_seconds"] = fmt("%.9g", step_s);
     sets["train.threads"] = std::to_string(threads);
     sets["train.checkpoint_every_seconds"] = "0";
     dir = recipe_dir + "/validate/" +
-          sha256_hex(config + shape + scale_key + fmt("%.9g", step_s) + fmt("%.0f", o.budget)).substr(0, 12);
+          sha256_hex(config + shape + scale_key + run_key + fmt("%.9g", step_s) + fmt("%.0f", o.budget)).substr(0, 12);
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
-    TrialResult r = run_trial(ro, sets, o.budget, static_cast<uint64_t>(base.get_int("train.seed")), dir);
+    TrialResult r = run_trial(ro, sets, o.budget, seed, dir);
     if (r.status == "interrupted") return Status::error("advise: " + r.error);
     if (r.status != "ok") {
       std::printf("failed: %s\n", r.error.c_str());
@@ -624,6 +645,8 @@ Status Advisor::run_at_budget(const std::string& label, const std::string& confi
               {"when", static_cast<int64_t>(std::time(nullptr))}};
     if (predicted > 0) v["predicted"] = predicted;
     if (lr_scale != 1.0) v["lr_scale"] = lr_scale;
+    if (!lever_key.empty()) v["levers"] = lever_key;
+    if (seed != base_seed) v["seed"] = seed;
     FRONTIER_RETURN_IF_ERROR(append_validation(v));
   }
   std::string pred = predicted > 0 ? fmt("predicted %.4f, ", predicted) : "";
@@ -699,6 +722,151 @@ Status Advisor::compare() {
   return ok_status();
 }
 
+// A lever's step time: the base's shape and the lever's timed back to back (each the faster of two timings) and
+// the base's measured step time scaled by their ratio, so that a drift of the machine's speed between the shape
+// stage and now does not count as the lever's cost. Cached with the lever's keys.
+Status Advisor::lever_step_time(const Config& base_cfg, const Config& lever_cfg, const std::string& what,
+                                const Candidate& pick, double* step_s) {
+  const std::string key = speed_key(base, pick.depth, pick.T, pick.B) + " | " + sha256_hex(lever_cfg.to_toml()).substr(0, 16);
+  if (!speed.contains(key)) {
+    StepParts pb, pl;
+    Status st = time_step(base_cfg, threads, &pb);
+    if (st.ok()) st = time_step(lever_cfg, threads, &pl);
+    if (!st.ok()) return Status::error("advise: timing " + what + " failed: " + st.message());
+    const double ratio = (pl.t_fb * pl.accum + pl.t_opt) / (pb.t_fb * pb.accum + pb.t_opt);
+    speed[key] = {{"ratio", ratio}, {"what", what}};
+    FRONTIER_RETURN_IF_ERROR(write_file_atomic(cache_dir + "/speed.json", speed.dump(1)));
+  }
+  *step_s = pick.step_s * speed[key]["ratio"].get<double>();
+  return ok_status();
+}
+
+// The architecture stage (advise.h): the base on every seed, each lever alone on the first, the combination of the
+// levers that beat the seed spread on every seed.
+Status Advisor::lever_stage(const Candidate& pick, double lr_scale, double base_bpb,
+                            std::map<std::string, std::string>* chosen, double* bpb, std::string* note) {
+  chosen->clear();
+  *bpb = base_bpb;
+  note->clear();
+  std::vector<Lever> levers;
+  FRONTIER_RETURN_IF_ERROR(parse_levers(o.levers, &levers));
+  if (levers.empty()) return ok_status();
+  const uint64_t seed0 = static_cast<uint64_t>(base.get_int("train.seed"));
+  const int nseeds = std::max(1, o.seeds);
+  auto mean_sd = [](const std::vector<double>& v, double* m, double* sd) {
+    *m = 0;
+    for (double x : v) *m += x / v.size();
+    double ss = 0;
+    for (double x : v) ss += (x - *m) * (x - *m);
+    *sd = v.size() > 1 ? std::sqrt(ss / (v.size() - 1)) : 0;
+  };
+  std::printf("\narchitecture stage: %s at its best learning rates, %zu lever(s), the base and the combination on %d "
+              "seed(s) (probe mode, as above)\n", pick.label().c_str(), levers.size(), nseeds);
+  std::vector<double> base_runs;
+  for (int k = 0; k < nseeds; k++) {
+    double m = 0;
+    FRONTIER_RETURN_IF_ERROR(run_at_budget(pick.label() + fmt(", seed %.0f", double(seed0 + k)), o.base, &pick,
+                                           pick.step_s, 0, &m, lr_scale, {}, seed0 + k));
+    if (m <= 0) return Status::error("advise: the base did not train on seed " + std::to_string(seed0 + k));
+    base_runs.push_back(m);
+  }
+  double base_mean = 0, spread = 0;
+  mean_sd(base_runs, &base_mean, &spread);
+  std::printf("base: mean val_bpb %.4f over %d seed(s), seed spread (sample s.d.) %.4f\n", base_mean, nseeds, spread);
+
+  struct Row {
+    const Lever* lever;
+    double step_s, bpb, gain;
+    bool shared_step, helps;
+  };
+  std::vector<Row> rows;
+  Config pc = candidate_config(pick);
+  for (const Lever& l : levers) {
+    if (StopSignals::received()) return Status::error("advise: stopped by a signal");
+    Config lc = pc;
+    ConfigSchema schema = train_schema();
+    for (const auto& [k, v] : l.sets) FRONTIER_RETURN_IF_ERROR(schema.apply_set(k + "=" + v, &lc));
+    double own = pick.step_s;
+    if (!l.same_cost) FRONTIER_RETURN_IF_ERROR(lever_step_time(pc, lc, "lever " + l.name, pick, &own));
+    // Within 3% of the base's step time (the timing's own noise here): the base's probe, the same steps.
+    const bool shared = std::fabs(own / pick.step_s - 1) < 0.03;
+    Row r{&l, shared ? pick.step_s : own, 0, 0, shared, false};
+    FRONTIER_RETURN_IF_ERROR(run_at_budget(pick.label() + " + " + l.name, o.base, &pick, r.step_s, 0, &r.bpb, lr_scale,
+                                           l.sets, seed0));
+    if (r.bpb <= 0) continue;  // failed: said above
+    r.gain = base_runs[0] - r.bpb;
+    r.helps = r.gain > spread && r.gain > 0;
+    rows.push_back(r);
+  }
+  std::printf("\n%-20s %9s %7s %9s %9s  %s\n", "lever", "step s", "steps", "val_bpb", "gain", "verdict (gain vs the "
+              "seed spread)");
+  std::vector<const Lever*> keep;
+  std::map<std::string, double> gain_of;
+  for (const Row& r : rows) {
+    const double cost = r.step_s / pick.step_s - 1;
+    std::string verdict = r.helps ? "helps" : r.gain > 0 ? "within the spread" : r.gain == 0 ? "no change" : "worse";
+    if (std::fabs(cost) > 0.10)
+      verdict += fmt(", step %+.0f%%: moves the shapes (rerun advise with it in the base)", 100 * cost);
+    else if (r.shared_step)
+      verdict += ", same step time";
+    std::printf("%-20s %9.4f %7lld %9.4f %+9.4f  %s\n", r.lever->name.c_str(), r.step_s,
+                static_cast<long long>(o.budget / r.step_s), r.bpb, r.gain, verdict.c_str());
+    if (r.helps) keep.push_back(r.lever), gain_of[r.lever->name] = r.gain;
+  }
+  if (keep.empty()) {
+    *note = "no lever beat the seed spread (" + fmt("%.4f", spread) + "); the base is kept";
+    std::printf("%s\n", note->c_str());
+    return ok_status();
+  }
+  // Two levers setting one key differently (swiglu and leaky_relu2): the larger gain's.
+  std::sort(keep.begin(), keep.end(), [&](const Lever* a, const Lever* b) { return gain_of[a->name] > gain_of[b->name]; });
+  std::vector<const Lever*> combo;
+  std::map<std::string, std::string> sets;
+  for (const Lever* l : keep) {
+    std::map<std::string, std::string> trial = sets;
+    std::vector<const Lever*> one = {l};
+    if (merge_levers(one, &trial).ok()) sets = trial, combo.push_back(l);
+    else std::printf("%s left out: it sets a key a larger gain's lever sets differently\n", l->name.c_str());
+  }
+  std::string names;
+  for (const Lever* l : combo) names += (names.empty() ? "" : "+") + l->name;
+  Config cc = pc;
+  ConfigSchema schema = train_schema();
+  for (const auto& [k, v] : sets) FRONTIER_RETURN_IF_ERROR(schema.apply_set(k + "=" + v, &cc));
+  bool same_cost = true;
+  for (const Lever* l : combo) same_cost = same_cost && l->same_cost;
+  double combo_step = pick.step_s;
+  if (!same_cost) FRONTIER_RETURN_IF_ERROR(lever_step_time(pc, cc, "levers " + names, pick, &combo_step));
+  if (std::fabs(combo_step / pick.step_s - 1) < 0.03) combo_step = pick.step_s;
+  std::printf("\ncombining %s on %d seed(s)\n", names.c_str(), nseeds);
+  std::vector<double> combo_runs;
+  for (int k = 0; k < nseeds; k++) {
+    double m = 0;
+    FRONTIER_RETURN_IF_ERROR(run_at_budget(pick.label() + " + " + names + fmt(", seed %.0f", double(seed0 + k)),
+                                           o.base, &pick, combo_step, 0, &m, lr_scale, sets, seed0 + k));
+    if (m > 0) combo_runs.push_back(m);
+  }
+  if (combo_runs.size() != base_runs.size()) {
+    *note = names + " failed to train on some seed; the base is kept";
+    std::printf("%s\n", note->c_str());
+    return ok_status();
+  }
+  double combo_mean = 0, combo_sd = 0;
+  mean_sd(combo_runs, &combo_mean, &combo_sd);
+  const double se = std::sqrt((spread * spread + combo_sd * combo_sd) / nseeds);
+  const double diff = base_mean - combo_mean;
+  const bool take = diff > 2 * se && diff > 0;
+  *note = names + fmt(": mean val_bpb %.4f", combo_mean) + fmt(" vs the base's %.4f", base_mean) + " over " +
+          std::to_string(nseeds) + " seed(s), difference " + fmt("%.4f", diff) + " +- " + fmt("%.4f", se) +
+          " (s.e.): " + (take ? "taken" : "not beyond twice its standard error; the base is kept");
+  std::printf("%s\n", note->c_str());
+  if (take) {
+    *chosen = sets;
+    *bpb = combo_mean;
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Status run_advise(const AdviseOptions& o) {
@@ -726,6 +894,8 @@ Status run_advise(const AdviseOptions& o) {
     return ok_status();
   }
   if (o.depths.empty() || o.seq_lens.empty()) return Status::error("advise: no depths or sequence lengths to try");
+  std::vector<Lever> levers;
+  FRONTIER_RETURN_IF_ERROR(parse_levers(o.levers, &levers));  // before any measurement
   StopSignals stop("\nfrontier advise: stopping after the current run (again to quit at once)\n");
   Advisor a(o);
   FRONTIER_RETURN_IF_ERROR(a.setup());
@@ -770,8 +940,14 @@ Status run_advise(const AdviseOptions& o) {
       runs++;
       if (m > 0 && m < best_bpb) best_bpb = m, best_scale = sc;
     }
-    const std::string how = "the best measured of " + std::to_string(runs) + " trained at the full budget";
-    FRONTIER_RETURN_IF_ERROR(a.write_advice(*picks[best], best_bpb, how, best_scale));
+    std::map<std::string, std::string> lever_sets;
+    std::string lever_note;
+    double lever_bpb = best_bpb;
+    FRONTIER_RETURN_IF_ERROR(a.lever_stage(*picks[best], best_scale, best_bpb, &lever_sets, &lever_bpb, &lever_note));
+    std::string how = "the best measured of " + std::to_string(runs) + " trained at the full budget";
+    if (!lever_sets.empty()) how = "the mean over " + std::to_string(std::max(1, o.seeds)) + " seeds with the levers";
+    FRONTIER_RETURN_IF_ERROR(a.write_advice(*picks[best], lever_sets.empty() ? best_bpb : lever_bpb, how, best_scale,
+                                            lever_sets, lever_note));
     const std::string lr_note = best_scale == 1.0 ? "" : fmt(", learning rates x %g", best_scale);
     json row = {{"label", "advised (" + picks[best]->label() + lr_note + ")"}, {"shape", picks[best]->label()},
                 {"advice", true}, {"config", o.base}, {"budget", o.budget}, {"step_s", picks[best]->step_s},

@@ -28,6 +28,17 @@
 // embedding_lr, unembedding_lr, scalar_lr) all scaled by each of --lr-scales (default 0.5 and 2), and the advice
 // is the best measured of all; the loss model does not predict these (its sweep ran at the base's rates).
 //
+// Architecture and recipe (--levers, default: advise/levers.h's default list; none skips the stage): on the best
+// shape at its best learning rates, the base is trained on --seeds seeds (default 3: 42, 43, 44 from train.seed)
+// for the seed spread; each lever alone on the first seed, with its own step time measured here (a lever within
+// 3% of the base's step time shares the base's, so that the comparison is not of two noisy probes; one that is
+// slower buys fewer steps, and the table shows both its cost and its gain); the levers whose gain (the paired
+// difference on the first seed) beats the seed spread are combined (a key two of them set differently goes to the
+// larger gain) and the combination is trained on every seed. The advice takes the combination when its mean beats
+// the base's by more than twice the standard error of the difference of the means, else the base. The shape stage
+// is not rerun with the chosen levers: a lever that changes the step's cost by more than 10% is named as moving the
+// shapes (windows make long sequences cheaper), for a rerun with it in the base.
+//
 // Not searched (the base config's values are kept and printed): the learning rates' ratios, warmdown, batch in
 // sequences, head_dim, precision. `frontier research` tunes those around the advised shape.
 #pragma once
@@ -54,6 +65,8 @@ struct AdviseOptions {
   std::string frontier_bin;             // runs the sweep and validation (default /proc/self/exe)
   bool no_sweep = false;                // fit the cached sweep points only (e.g. to extrapolate to a long budget)
   std::string chart;                    // write the budget chart (SVG) of validations.jsonl here and stop
+  std::string levers = "default";       // the architecture stage's levers (advise/levers.h): default, all, none, names
+  int seeds = 3;                        // seeds of the base and the combination in the architecture stage
 };
 
 Status run_advise(const AdviseOptions& o);
