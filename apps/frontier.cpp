@@ -463,6 +463,12 @@ static int run_main(int argc, char** argv) {
       ->capture_default_str();
   ad->add_option("--seeds", ao.seeds, "Seeds of the base and of the levers' combination in the architecture stage")
       ->check(CLI::Range(1, 16))->capture_default_str();
+  ad->add_option("--isa", ao.isa, "Advise for this instruction-set tier of this CPU (ref, avx2, avx512, avx512bf16; "
+                 "default: the best it has), as FRONTIER_ISA");
+  ad->add_option("--threads", ao.threads, "Advise for this many threads (default: the base's train.threads, 0 = all "
+                 "cores)")->check(CLI::Range(0, 4096))->capture_default_str();
+  ad->add_option("--precision", ao.precision, "Advise for this precision (auto, fp32, bf16; default: the base's "
+                 "train.precision)");
   ad->add_option("--compare", ao.compare, "Configs to train at the full budget beside the advice, repeatable");
   ad->add_option("--depths", ao.depths, "Candidate depths")->check(CLI::Range(1, 64))->delimiter(',')
       ->capture_default_str();

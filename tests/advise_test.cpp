@@ -344,7 +344,9 @@ TEST(Advise, ArchitectureStageMeasuresEachLeverAndCombines) {
   const bool combined = r.out.find("\ncombining ") != std::string::npos;
   EXPECT_EQ(seed_rows, combined ? 2 : 1) << r.out;  // the base's second seed, and the combination's
   EXPECT_EQ(first_seed.size(), single.size() + (combined && !single.count(combo) ? 1 : 0)) << r.out;
-  if (combined) EXPECT_TRUE(first_seed.count(combo)) << combo;
+  if (combined) {
+    EXPECT_TRUE(first_seed.count(combo)) << combo;
+  }
   // qk_scale's step is the base's by construction: it trains the base's step time (the seed-43 base row's).
   double base_step = 0, qk_step = -1;
   for (const auto& row : v) {
@@ -382,4 +384,26 @@ TEST(Advise, ArchitectureStageMeasuresEachLeverAndCombines) {
   EXPECT_NE(bad.rc, 0);
   EXPECT_NE(bad.out.find("--levers: unknown lever 'wings'; use default, all, none or names from: windows, swiglu"),
             std::string::npos) << bad.out;
+}
+
+// The hardware profile is an input: a lower ISA tier, a thread count and a precision are what the advisor times and
+// trains with (its machine line and its cache say so), and bad values are one-line errors before any work.
+TEST(Advise, HardwareProfileIsAnInput) {
+  std::string d = make_temp_dir("advise_profile");
+  std::string base = base_toml(d, big_dataset() + "/data");
+  const std::string cmd = "FRONTIER_CACHE=" + d + "/cache " + frontier_bin() + " advise --budget 2 --base " + base +
+                          " --depths 1,2 --seq-lens 16,32,64 --validate 1 --lr-scales 1 --levers none --out " + d +
+                          "/advice.toml ";
+  auto r = run_cmd(cmd + "--isa avx2 --threads 1 --precision fp32");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find(" | avx2 | 1 threads | fp32"), std::string::npos) << r.out;
+  std::string advice;
+  ASSERT_TRUE(read_file(d + "/advice.toml", &advice).ok());
+  EXPECT_NE(advice.find("| avx2 | 1 threads | fp32"), std::string::npos) << advice;
+  for (const auto& [flag, want] : std::vector<std::pair<std::string, std::string>>{
+           {"--isa avx9", "FRONTIER_ISA=avx9 is not a tier"}, {"--precision fp64", "train.precision = 'fp64'"}}) {
+    auto b = run_cmd(cmd + flag);
+    EXPECT_NE(b.rc, 0) << flag;
+    EXPECT_NE(b.out.find(want), std::string::npos) << flag << ": " << b.out;
+  }
 }

@@ -191,6 +191,14 @@ Status Advisor::setup() {
     return Status::error(o.base + " sets model.vocab_size = " + std::to_string(base.get_int("model.vocab_size")) +
                          " but " + data_dir + " has " + std::to_string(vocab) + " tokens: set it to 0 (the data's)");
   base.set("model.vocab_size", int64_t(vocab));
+  if (!o.isa.empty()) {
+    Isa t;
+    FRONTIER_RETURN_IF_ERROR(parse_isa(o.isa, &t));
+    set_active_isa(t);
+    setenv("FRONTIER_ISA", o.isa.c_str(), 1);  // the sweep's and validation's trials (child processes)
+  }
+  if (o.threads > 0) base.set("train.threads", int64_t(o.threads));
+  if (!o.precision.empty()) base.set("train.precision", o.precision);
   FRONTIER_RETURN_IF_ERROR(resolve_precision(base.get_string("train.precision"), &prec));
   threads = base.get_int("train.threads") > 0 ? static_cast<int>(base.get_int("train.threads")) : omp_get_num_procs();
   std::string peak_src = peak_unit_name(peak_unit_for(prec, active_isa()));

@@ -67,6 +67,12 @@ struct AdviseOptions {
   std::string chart;                    // write the budget chart (SVG) of validations.jsonl here and stop
   std::string levers = "default";       // the architecture stage's levers (advise/levers.h): default, all, none, names
   int seeds = 3;                        // seeds of the base and the combination in the architecture stage
+  // The hardware profile to advise for, on this CPU (docs/hardware-frontier.md): an instruction-set tier at or below
+  // what the CPU has (as FRONTIER_ISA; the trials inherit it), a thread count and a precision ("" / 0: the base
+  // config's train.threads and train.precision, and the CPU's best tier). Each profile has its own caches.
+  std::string isa;
+  int threads = 0;
+  std::string precision;
 };
 
 Status run_advise(const AdviseOptions& o);
