@@ -459,7 +459,7 @@ static int run_main(int argc, char** argv) {
       ->capture_default_str();
   ad->add_option("--levers", ao.levers, "The architecture stage's levers on the best shape: default, all, none, or "
                  "comma-separated names (windows, swiglu, leaky_relu2, smear, backout, qk_scale, ve_gate, "
-                 "value_embeds_all, rope_half, mtp, ngram, normuon, nanochat_schedules, ema; advise/levers.h)")
+                 "value_embeds_all, rope_half, mtp, ngram, normuon, nanochat_schedules, ns3, ema; advise/levers.h)")
       ->capture_default_str();
   ad->add_option("--seeds", ao.seeds, "Seeds of the base and of the levers' combination in the architecture stage")
       ->check(CLI::Range(1, 16))->capture_default_str();

@@ -18,7 +18,7 @@ using namespace frontier::testing;
 namespace {
 
 void run_case(int depth, int dim, int head_dim, int n_kv_head, int V, int B, int T, int steps = 0,
-              const OptimConfig& optim = OptimConfig{}) {
+              const OptimConfig& optim = OptimConfig{}, double weight_tol = 3e-4) {
   ConfigSchema schema;
   add_model_keys(&schema);
   Config cfg = schema.defaults();
@@ -95,7 +95,7 @@ void run_case(int depth, int dim, int head_dim, int n_kv_head, int V, int B, int
       // 3e-4: Polar Express orthogonalises the near rank-deficient first updates of the zero-initialised output
       // projections, which amplifies fp32 rounding differences (GEMM blocking: 2.3e-5 at KC=256, 1.1e-4 at
       // KC=512), while the losses above agree to ~1e-7.
-      EXPECT_LE(e, 3e-4) << "weights of " << p.name << " after " << steps << " steps";
+      EXPECT_LE(e, weight_tol) << "weights of " << p.name << " after " << steps << " steps";
       if (e > worst) worst = e, worst_name = p.name;
     }
     std::printf("[optim-torch] after %d Muon + AdamW steps: worst weight rel %.2g (%s)\n", steps, worst,
@@ -139,4 +139,15 @@ TEST(GptTorch, NanochatMuonSwitchesMatch) {
   oc.equilibrate = oc.renormalize = true;
   oc.normuon_beta2 = 0.9f;
   run_case(2, 64, 32, 0, 300, 4, 64, 5, oc);
+}
+
+// Fewer Polar Express iterations (optim.ns_steps = 3: nanochat's first three coefficient sets), against the same.
+// Tolerance 1e-3 on the weights (losses still agree to ~3e-7): stopped after the three steepest iterations (slopes
+// 8.2, 4.0, 3.9 at 0), the small singular directions are still being multiplied, not yet flattened, so the fp32
+// rounding differences between the two GEMMs reach the update far more than after five (measured: 7.6e-4 on
+// h.0.mlp.c_proj; after five iterations the worst tensor is at 1.2e-5).
+TEST(GptTorch, ThreePolarExpressIterationsMatch) {
+  OptimConfig oc;
+  oc.ns_steps = 3;
+  run_case(2, 64, 32, 0, 300, 4, 64, 5, oc, 1e-3);
 }

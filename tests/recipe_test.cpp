@@ -91,6 +91,7 @@ TEST(Recipe, BadValuesGetOneLineErrors) {
            {"optim.weight_decay_schedule=step", "optim.weight_decay_schedule = 'step' is not one of linear, cosine"},
            {"optim.normuon_beta2=1.5", "optim.normuon_beta2"},
            {"train.ema_decay=1", "train.ema_decay"},
+           {"optim.ns_steps=6", "optim.ns_steps"},
            {"train.batch_warmup_ratio=0.3", "train.batch_warmup_ratio needs gradient accumulation"}}) {
     auto r = run_cmd(train_cmd("--set " + k.set + " --set train.run_dir=" + dataset() + "/bad_recipe"));
     EXPECT_NE(r.rc, 0) << k.set;

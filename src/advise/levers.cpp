@@ -32,6 +32,8 @@ const std::vector<Entry>& entries() {
        true},
       {{"nanochat_schedules", "nanochat 92d63d4's momentum (0.85 -> 0.97 -> 0.90) and cosine weight decay",
         {{"optim.momentum_schedule", "nanochat"}, {"optim.weight_decay_schedule", "cosine"}}, true}, true},
+      {{"ns3", "three Polar Express iterations instead of five (a cheaper optimizer step)",
+        {{"optim.ns_steps", "3"}}}, false},
       {{"ema", "weight EMA (decay 0.9): checkpoint and val_bpb on the average", {{"train.ema_decay", "0.9"}}, true}, true},
   };
   return e;
