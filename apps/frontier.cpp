@@ -20,6 +20,7 @@
 #include <cfloat>
 #include <filesystem>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -39,7 +40,6 @@
 #include "model/gpt.h"
 #include "model/sampler.h"
 #include <nlohmann/json.hpp>
-#include "data/default_corpus.h"
 #include "data/loader.h"
 #include "data/prepare.h"
 #include "dist/comm.h"
@@ -50,6 +50,8 @@
 #include "advise/advise.h"
 #include "train/identity.h"
 #include "train/train.h"
+#include "train/step_parts.h"
+#include "util/cache_dir.h"
 #include "util/file.h"
 #include "util/utf8.h"
 
@@ -136,6 +138,9 @@ static int run_main(int argc, char** argv);
 // No exception ends the process with an abort: out of memory and anything a library throws become the one-line
 // error every other failure gives (the subcommands return Status; this is the net under them).
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) would kill the process with SIGXFSZ mid-write: no message, no summary, a stray
+  // .tmp. Ignored, the write fails with EFBIG instead and takes the ordinary error path (AtomicFile removes its .tmp).
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     Status s = Comm::init(&argc, &argv);  // MPI only when started by mpirun
     if (!s.ok()) return fail(s);
@@ -224,7 +229,7 @@ static int run_main(int argc, char** argv) {
   std::vector<std::string> tr_sets;
   bool tr_keys = false;
   tr->add_option("--config", tr_config, "TOML config (e.g. configs/baseline.toml); defaults apply without it");
-  tr->add_option("--budget", tr_budget, "Training budget in seconds (overrides train.budget_seconds)");
+  tr->add_option("--budget", tr_budget, "Training budget in seconds (overrides train.budget_seconds; default: the config's)");
   tr->add_option("--data", tr_data, "Prepared dataset directory (overrides train.data)");
   tr->add_option("--set", tr_sets, "key=value override, repeatable (e.g. --set model.depth=4)");
   std::string tr_resume;
@@ -249,8 +254,8 @@ static int run_main(int argc, char** argv) {
   std::string bn_json, bn_only;
   bn->add_option("--json", bn_json, "Also write the results as JSON here");
   bn->add_option("--only", bn_only,
-                 "Run only this part (variants: the architecture-variant ops and their headline ratios, "
-                 "bench/variants.h)")
+                 "Run only this part (default: all parts; variants: the architecture-variant ops and their headline "
+                 "ratios, bench/variants.h)")
       ->check(CLI::IsMember({"kernels", "train", "variants"}));
   int bn_repeats = 5;
   bool bn_quick = false;
@@ -266,7 +271,8 @@ static int run_main(int argc, char** argv) {
       ->capture_default_str();
   bn->add_option("--depths", bo.depths, "Model depths for the training benchmark")->capture_default_str();
   bn->add_option("--peak-gflops", bo.peak_gflops, "Peak for %peak/MFU, all precisions (0 = each precision's unit from the calibration "
-                 "file, else measured)");
+                 "file, else measured)")
+      ->capture_default_str();
   bool bn_torch = false, bn_no_scaling = false;
   bn->add_flag("--torch", bn_torch,
                "Also time the same GPT and optimizer in PyTorch (/usr/bin/python3 + python3-torch; fp32: stock, "
@@ -293,8 +299,9 @@ static int run_main(int argc, char** argv) {
   pf->add_option("--trace", pf_trace, "Chrome/Perfetto trace JSON to write (\"\" = none)")->capture_default_str();
   pf->add_option("--json", pf_json, "Also write the per-op table as JSON here");
   pf->add_option("--peak-gflops", pfo.peak_gflops, "Peak GFLOP/s for the roofline (0 = the unit of train.precision from the calibration "
-                 "file, else measured)");
-  pf->add_option("--mem-gbs", pfo.mem_gbs, "Memory bandwidth for the roofline (0 = calibration file, else measured)");
+                 "file, else measured)")->capture_default_str();
+  pf->add_option("--mem-gbs", pfo.mem_gbs, "Memory bandwidth for the roofline (0 = calibration file, else measured)")
+      ->capture_default_str();
 
   // The arena (docs/arena.md): the organiser's commands, and the one a team's binary must answer.
   auto* slp = app.add_subcommand("serve-logprobs", "Serve next-token log-probabilities of a checkpoint on stdin/stdout "
@@ -323,6 +330,14 @@ static int run_main(int argc, char** argv) {
   ar_score->add_option("--seed", ar_seed, "Seed of the evaluator's probes (default: random, recorded)");
   ar_lb->add_option("--html", ar_html, "Also write the static leaderboard page here");
   ar_serve->add_option("--port", ar_port, "Port on 127.0.0.1")->check(CLI::Range(1, 65535))->capture_default_str();
+  // The scorer's evaluation worker (arena/scorer.h: evaluation_worker): run by `arena score`, not by people.
+  auto* ar_eval = ar->add_subcommand("evaluate", "The scorer's evaluation worker")->group("");  // hidden
+  std::string ae_work, ae_bin;
+  ar_eval->add_option("--competition", ar_comp)->required();
+  ar_eval->add_option("--phase", ar_phase)->required();
+  ar_eval->add_option("--work", ae_work)->required();
+  ar_eval->add_option("--binary", ae_bin)->required();
+  ar_eval->add_option("--seed", ar_seed);
 
   auto* ev = app.add_subcommand("eval", "Evaluate a trained checkpoint");
   ev->require_subcommand(1);
@@ -361,7 +376,8 @@ static int run_main(int argc, char** argv) {
   ev_bpb->add_flag("--cross-data", eb_cross, "Allow --data to be a dataset other than the run's (same tokenizer): a "
                    "deliberate cross-data evaluation, said so in the result");
   ev_bpb->add_option("--split", eb_split, "Split to score")->check(CLI::IsMember({"val", "train"}))->capture_default_str();
-  ev_bpb->add_option("--tokens", eb_tokens, "Tokens to score (0 = the run's eval.tokens)")->check(number_in(0));
+  ev_bpb->add_option("--tokens", eb_tokens, "Tokens to score (0 = the run's eval.tokens)")->check(number_in(0))
+      ->capture_default_str();
   std::string eb_against;
   ev_bpb->add_option("--against", eb_against,
                      "Another checkpoint (same seq_len and tokenizer) scored on the same windows: prints the "
@@ -441,7 +457,8 @@ static int run_main(int argc, char** argv) {
                                           "candidate's val_bpb at the budget, write the best as a config and train "
                                           "it to check (docs/codesign.md)");
   AdviseOptions ao;
-  ad->add_option("--budget", ao.budget, "Training budget, seconds")->check(rs_finite(true));
+  ad->add_option("--budget", ao.budget, "Training budget, seconds (no default: required, except with --chart)")
+      ->check(rs_finite(true));
   ad->add_option("--base", ao.base, "Base config: the recipe kept (learning rates, schedule, batch in sequences, "
                                     "precision)")->capture_default_str();
   ad->add_option("--data", ao.data, "Prepared dataset (default: the base's train.data)");
@@ -515,6 +532,7 @@ static int run_main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   ex->add_option("--data", exo.data, "Dataset whose tokenizer to copy (default: the run's train.data)");
+  ex->add_flag("--force", exo.force, "Replace an --out directory that already holds files");
   auto* im = app.add_subcommand("import", "Turn a model directory (frontier export's layout) into RUN_DIR/model.ckpt "
                                           "+ config.toml for eval, sample and, with --data, train --resume");
   ImportOptions imo;
@@ -614,6 +632,10 @@ static int run_main(int argc, char** argv) {
     Competition comp;
     Status s = load_competition(ar_comp, &comp);
     if (!s.ok()) return fail(s);
+    if (ar_eval->parsed()) {  // no record: the worker only writes WORK/eval_result.json
+      s = evaluation_worker(comp, ar_phase, ae_work, ae_bin, ar_seed);
+      return s.ok() ? 0 : fail(s);
+    }
     if ((s = make_dirs(comp.work_dir)).ok()) s = make_dirs(std::filesystem::path(comp.record).parent_path().string());
     Record rec;
     if (!s.ok() || !(s = rec.open(comp.record)).ok()) return fail(s);
@@ -622,6 +644,7 @@ static int run_main(int argc, char** argv) {
       VerifyReport v;
       Status st = rec.rows(&rows);
       if (st.ok()) st = rec.verify(&v);
+      if (st.ok()) st = v.status(rec.path());  // a tampered record is never published
       if (!st.ok()) return st;
       auto boards = build_leaderboard(comp, rows);
       if (html) *html = leaderboard_html(comp, boards, v);
@@ -633,6 +656,7 @@ static int run_main(int argc, char** argv) {
       Submission sub;
       RecordRow row;
       if (!(s = submit(comp, rec, q, &sub, &row)).ok()) {
+        if (row.seq == 0) return fail(s);  // nothing recorded (a record that fails verification)
         std::fprintf(stderr, "error: submission %s (recorded as row %lld): %s\n", row.status.c_str(),
                      static_cast<long long>(row.seq), s.message().c_str());
         return 1;
@@ -672,11 +696,9 @@ static int run_main(int argc, char** argv) {
       return 0;
     }
     if (ar_serve->parsed()) {
-      s = serve_leaderboard(ar_port, [&] {
-        std::string html;
-        Status st = page(&html, nullptr);
-        return st.ok() ? html : "<!DOCTYPE html><p>error: " + st.message() + "</p>";
-      });
+      std::string html;
+      if (!(s = page(&html, nullptr)).ok()) return fail(s);  // refused at start: nothing served from a broken record
+      s = serve_leaderboard(ar_port, [&](std::string* body) { return page(body, nullptr); });
       return s.ok() ? 0 : fail(s);
     }
     return 0;
@@ -710,7 +732,7 @@ static int run_main(int argc, char** argv) {
                                 " does not match the tokenizer in " + data_dir + "; pass --data with the run's dataset"));
     if (utf8_first_invalid(sm_prompt) != std::string::npos) return fail(Status::error("--prompt is not valid UTF-8"));
     std::vector<uint32_t> ids = {tok.bos_id()};
-    tok.encode_ordinary(sm_prompt, &ids);
+    if (Status es = tok.encode_ordinary(sm_prompt, &ids); !es.ok()) return fail(Status::error("--prompt: " + es.message()));
     Sampler smp(*gpt);
     if (static_cast<int64_t>(ids.size()) >= smp.capacity())
       return fail(Status::error("the prompt has " + std::to_string(ids.size()) + " tokens; the model's context is " +
@@ -718,7 +740,7 @@ static int run_main(int argc, char** argv) {
     std::vector<float> logits;
     for (uint32_t t : ids) smp.push(t, &logits);
     std::printf("%s", sm_prompt.c_str());
-    SampleRng rng{sm_seed};
+    Rng rng{sm_seed};
     std::vector<uint32_t> gen;
     std::string shown;
     int n = 0;
@@ -977,12 +999,17 @@ static int run_main(int argc, char** argv) {
       tk_text = ss.str();
     }
     if (tk_decode) {
+      // Every whitespace-separated word must be a token id: a stray word is an error naming it, not the end.
       std::vector<uint32_t> ids;
       std::istringstream in(tk_text);
-      long long v;
-      while (in >> v) {
-        if (v < 0 || v >= tok.vocab_size()) return fail(Status::error("token id " + std::to_string(v) +
-                                                                      " is outside the vocabulary"));
+      std::string word;
+      for (size_t n = 1; in >> word; n++) {
+        const bool digits = word.size() <= 10 && word.find_first_not_of("0123456789") == std::string::npos;
+        const unsigned long long v = digits ? std::stoull(word) : 0;
+        if (!digits || v >= tok.vocab_size())
+          return fail(Status::error("--decode: word " + std::to_string(n) + " \"" + word.substr(0, 40) +
+                                    (word.size() > 40 ? "..." : "") + "\" is not a token id (0 to " +
+                                    std::to_string(tok.vocab_size() - 1) + ", separated by whitespace)"));
         ids.push_back(static_cast<uint32_t>(v));
       }
       std::string out = tok.decode(ids);
@@ -993,7 +1020,7 @@ static int run_main(int argc, char** argv) {
     if (bad != std::string::npos)
       return fail(Status::error("input is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")"));
     std::vector<uint32_t> ids;
-    tok.encode_ordinary(tk_text, &ids);
+    if (Status es = tok.encode_ordinary(tk_text, &ids); !es.ok()) return fail(es);
     for (size_t i = 0; i < ids.size(); i++) std::printf("%s%u", i ? " " : "", ids[i]);
     std::printf("\n");
     return 0;

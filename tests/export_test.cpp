@@ -16,12 +16,12 @@
 #include "export/model_dir.h"
 #include "export/nanochat_names.h"
 #include "export/safetensors.h"
-#include "kernels/gemm.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "train/identity.h"
 #include "train/train.h"
 #include "train_fixture.h"
+#include "util/bf16.h"
 #include "util/file.h"
 
 using namespace frontier;

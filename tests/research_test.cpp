@@ -121,3 +121,46 @@ TEST(Research, InterruptedSessionResumes) {
   for (size_t i = 0; i < L.size(); i++) EXPECT_EQ(L[i]["id"].get<int>(), static_cast<int>(i));
   std::filesystem::remove_all(d);
 }
+
+// Git mode commits the kept config on its own branch and leaves the user's repository as it was: the current branch,
+// the staged work (not swept into research's commit) and the working tree.
+TEST(Research, GitModeLeavesTheUsersCheckoutAlone) {
+  std::string d = make_temp_dir("research_git");
+  std::string base = base_toml(d);
+  write_text(d + "/space.toml", "[\"optim.matrix_lr\"]\nmin = 0.005\nmax = 0.05\nlog = true\n");
+  const std::string repo = d + "/repo", git = "git -C " + repo + " -c user.name=u -c user.email=u@u ";
+  auto sh = [](const std::string& cmd) {
+    RunResult r = run_cmd(cmd);
+    EXPECT_EQ(r.rc, 0) << cmd << "\n" << r.out;
+    while (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
+    return r.out;
+  };
+  sh("git init -q -b mywork " + repo);
+  write_text(repo + "/notes.txt", "first\n");
+  sh(git + "add notes.txt && " + git + "commit -q -m first");
+  const std::string head = sh(git + "rev-parse HEAD");
+  write_text(repo + "/notes.txt", "first\nstaged, not ready\n");
+  sh(git + "add notes.txt");  // the user's staged work
+  write_text(repo + "/scratch.txt", "untracked\n");
+
+  RunResult r = run_cmd(frontier_bin() + " research --base " + base + " --space " + d + "/space.toml --out " + d +
+                        "/s --budget 1 --repeats 0 --trials 1 --git " + repo +
+                        " --proposer \"echo '{\\\"set\\\": {\\\"optim.matrix_lr\\\": 0.03}}'\"");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto L = read_ledger(d + "/s");
+  ASSERT_EQ(L.size(), 1u);
+  ASSERT_EQ(L[0]["status"], "keep") << L[0].dump();
+  // The user's side: same branch, same HEAD, the staged change still staged, nothing new in the working tree.
+  EXPECT_EQ(sh(git + "symbolic-ref --short HEAD"), "mywork");
+  EXPECT_EQ(sh(git + "rev-parse HEAD"), head);
+  EXPECT_EQ(sh(git + "diff --cached --name-only"), "notes.txt");
+  EXPECT_EQ(sh(git + "status --porcelain"), "M  notes.txt\n?? scratch.txt");
+  EXPECT_FALSE(std::filesystem::exists(repo + "/frontier_best.toml"));
+  // Research's side: one commit on its branch, on top of the user's HEAD, with the config and without the staged work.
+  const std::string branch = "frontier/research-s";
+  EXPECT_EQ(sh(git + "rev-parse " + branch + "^"), head);
+  EXPECT_NE(sh(git + "show " + branch + ":frontier_best.toml").find("matrix_lr = 0.03"), std::string::npos);
+  EXPECT_EQ(sh(git + "show " + branch + ":notes.txt"), "first");
+  EXPECT_EQ(sh(git + "diff --name-only " + head + " " + branch), "frontier_best.toml");
+  std::filesystem::remove_all(d);
+}

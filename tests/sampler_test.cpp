@@ -78,7 +78,7 @@ TEST(Sampler, GreedyAndSeededSamplingAreDeterministic) {
   auto g = random_gpt("0");
   auto run = [&](float temp, uint64_t seed) {
     Sampler s(*g);
-    SampleRng rng{seed};
+    Rng rng{seed};
     std::vector<float> logits;
     std::vector<uint32_t> out;
     uint32_t tok = 0;
@@ -108,7 +108,7 @@ TEST(Sampler, GreedyAndSeededSamplingAreDeterministic) {
 
 TEST(Sampler, TopKOneIsGreedy) {
   std::vector<float> logits = {0.1f, 2.f, 1.9f, -3.f};
-  SampleRng rng{1};
+  Rng rng{1};
   for (int i = 0; i < 10; i++) EXPECT_EQ(Sampler::sample(logits, 1.f, 1, &rng), 1u);
 }
 

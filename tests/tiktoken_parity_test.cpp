@@ -127,7 +127,7 @@ class TiktokenParity : public ::testing::Test {
       std::string text = utf8_replace_invalid(texts_[i]);
       ASSERT_EQ(text, peer_texts[i]) << "U+FFFD replacement differs from TextDecoder on case " << i;
       std::vector<uint32_t> got;
-      tok.encode_ordinary(text, &got);
+      ASSERT_TRUE(tok.encode_ordinary(text, &got).ok()) << "encoding text " << i;
       ASSERT_EQ(got, want[i]) << "token ids differ on text " << i << ": " << text.substr(0, 200);
       ASSERT_EQ(tok.decode(got), text) << "decode is not byte-exact on text " << i;
       n_tokens += got.size();

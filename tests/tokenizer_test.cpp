@@ -14,7 +14,7 @@ namespace {
 Tokenizer train_on(const std::vector<std::string>& docs, uint32_t vocab) {
   BpeTrainer t(kNanochatPattern);
   EXPECT_TRUE(t.status().ok());
-  t.add_documents(docs);
+  EXPECT_TRUE(t.add_documents(docs).ok());
   Tokenizer tok;
   Status s = t.train(vocab, default_special_tokens(), &tok, false);
   EXPECT_TRUE(s.ok()) << s.message();
@@ -49,10 +49,81 @@ TEST(RegexSplit, NanochatPatternPieces) {
   EXPECT_FALSE(sp.compile("(unclosed").ok());
 }
 
+// Issue 33: a run of millions of whitespace characters (real crawls have them) reached PCRE2's default match limit
+// (10 M steps: "\s*[\r\n]" backtracks over the whole run) and aborted the process at a FRONTIER_CHECK. The retry
+// with a limit in proportion to the text splits it exactly as an unlimited engine does: the pieces have the same
+// shape at 1 K and 1 M characters (first try) as at 12 M (the retry), for both shipped patterns.
+TEST(RegexSplit, LongWhitespaceRunSplitsAsWithoutALimit) {
+  for (const char* pattern : {kNanochatPattern, kCl100kPattern}) {
+    RegexSplitter sp;
+    ASSERT_TRUE(sp.compile(pattern).ok());
+    for (size_t n : {size_t(1000), size_t(1) << 20, size_t(12) << 20}) {
+      for (char c : {' ', '\t'}) {
+        const std::string run(n, c);
+        std::vector<std::string_view> got;
+        auto pieces = [&](const std::string& text) {
+          got.clear();
+          Status s = sp.for_each(text, [&](std::string_view p) { got.push_back(p); });
+          EXPECT_TRUE(s.ok()) << n << ": " << s.message();
+          return got.size();
+        };
+        const std::string between = "a" + run + "b";  // the run's last character goes with the next word
+        ASSERT_EQ(pieces(between), 3u) << n;
+        EXPECT_EQ(got[0], "a");
+        EXPECT_EQ(got[1].size(), n - 1);
+        EXPECT_EQ(got[2], std::string(1, c) + "b");
+        const std::string at_end = "a" + run;  // the whole run is one piece
+        ASSERT_EQ(pieces(at_end), 2u) << n;
+        EXPECT_EQ(got[1].size(), n);
+        const std::string before_newline = "a" + run + "\nb";  // "\s*[\r\n]": the run and its newline
+        ASSERT_EQ(pieces(before_newline), 3u) << n;
+        EXPECT_EQ(got[1].size(), n + 1);
+        EXPECT_EQ(got[2], "b");
+      }
+    }
+  }
+}
+
+// A pattern that backtracks exponentially gives up even with the retry's limit: a Status naming the pattern and
+// where, not an abort. The pieces before the failure were delivered.
+TEST(RegexSplit, BacktrackingPatternIsAnErrorNotAnAbort) {
+  RegexSplitter sp;
+  ASSERT_TRUE(sp.compile("(a+)+b|\\s|[^\\s]").ok());
+  std::vector<std::string> got;
+  Status s = sp.for_each("x " + std::string(40, 'a') + "c", [&](std::string_view p) { got.emplace_back(p); });
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("the split pattern \"(a+)+b|\\s|[^\\s]\" gave up at byte 2 of a 43-byte text: PCRE2 "
+                             "match limit exceeded"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(got, (std::vector<std::string>{"x", " "}));
+}
+
+// Issue 33 (8): a pattern that leaves bytes out of every piece lost them silently (tiktoken does too). It is refused
+// when compiled (the round trip of a probe text), and a text on which a pattern skips bytes anyway is an error.
+TEST(RegexSplit, PatternThatDropsBytesIsRefused) {
+  RegexSplitter sp;
+  ASSERT_TRUE(sp.compile(kNanochatPattern).ok());
+  Status s = sp.compile("\\p{L}+|\\s+");  // no alternative for punctuation or digits
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("leaves bytes out of every piece at byte 0"), std::string::npos) << s.message();
+  EXPECT_EQ(sp.pattern(), kNanochatPattern);  // a refused pattern leaves the splitter as it was
+  EXPECT_TRUE(sp.for_each("a, b", [](std::string_view) {}).ok());
+  s = sp.compile("x\\K|\\p{L}+|\\s+|\\p{N}+|[^\\s\\p{L}\\p{N}]+");  // \K: "x" matches, but empty
+  EXPECT_NE(s.message().find("leaves bytes out of every piece"), std::string::npos) << s.message();
+  // Covers the probe (ASCII and the scripts in it) but not Georgian letters, which \p{L} would: refused on use.
+  ASSERT_TRUE(sp.compile("[\\x01-\\x7f]+|[\\x{80}-\\x{10cf}]+|[\\x{1100}-\\x{10ffff}]+").ok());
+  std::vector<std::string> got;
+  s = sp.for_each("ok \xe1\x83\x90", [&](std::string_view p) { got.emplace_back(p); });  // U+10D0 is in the gap
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("leaves bytes out of every piece at byte 3 of a 6-byte text"), std::string::npos)
+      << s.message();
+}
+
 // The textbook example: "aaabdaaabac" merges "aa" first.
 TEST(BpeTrainer, MergesMostFrequentPairFirst) {
   BpeTrainer t(R"(\S+|\s+)");
-  t.add_document("aaabdaaabac");
+  ASSERT_TRUE(t.add_document("aaabdaaabac").ok());
   Tokenizer tok;
   ASSERT_TRUE(t.train(256 + 3, {}, &tok, false).ok());
   EXPECT_EQ(tok.token(256), "aa");
@@ -72,9 +143,27 @@ TEST(BpeTrainer, DeterministicAcrossThreadCounts) {
   EXPECT_EQ(a.bos_id(), 600u - 9);
 }
 
+// A document the split pattern gives up on is an error naming its index in the batch (prepare turns it into the
+// document's file and line), the first in document order whatever the thread count, and nothing of the batch counts.
+TEST(BpeTrainer, ADocumentThePatternGivesUpOnIsAnErrorWithItsIndex) {
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    BpeTrainer t("(a+)+b|\\s|[^\\s]");
+    ASSERT_TRUE(t.status().ok()) << t.status().message();
+    const std::string bad = std::string(40, 'a') + "c";
+    size_t failed = 99;
+    Status s = t.add_documents({"fine", "also fine", bad, "x", bad}, &failed);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(failed, 2u) << threads;
+    EXPECT_NE(s.message().find("gave up at byte 0 of a 41-byte text"), std::string::npos) << s.message();
+    EXPECT_EQ(t.n_bytes(), 0u);
+    EXPECT_EQ(t.n_unique_pieces(), 0u);
+  }
+}
+
 TEST(BpeTrainer, RejectsTinyVocabAndTinyCorpus) {
   BpeTrainer t(kNanochatPattern);
-  t.add_document("abc");
+  ASSERT_TRUE(t.add_document("abc").ok());
   Tokenizer tok;
   Status s = t.train(260, default_special_tokens(), &tok, false);
   EXPECT_NE(s.message().find("below 256 bytes + 9 special tokens"), std::string::npos) << s.message();
@@ -100,8 +189,8 @@ TEST(Tokenizer, RoundTripSaveLoadAndBothMergePaths) {
     while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.pop_back();
     while (!s.empty() && static_cast<unsigned char>(s.back()) >= 0xC0) s.pop_back();
     std::vector<uint32_t> a, b;
-    tok.encode_ordinary(s, &a);
-    heap.encode_ordinary(s, &b);
+    ASSERT_TRUE(tok.encode_ordinary(s, &a).ok());
+    ASSERT_TRUE(heap.encode_ordinary(s, &b).ok());
     ASSERT_EQ(a, b) << s;
     ASSERT_EQ(tok.decode(a), s);
   }
@@ -110,8 +199,8 @@ TEST(Tokenizer, RoundTripSaveLoadAndBothMergePaths) {
   for (int i = 0; i < 5000; i++) run += "thequickbrownfox"[rng() % 16];
   std::vector<uint32_t> a, b;
   tok.set_heap_merge_min(1u << 30);
-  tok.encode_ordinary(run, &a);
-  heap.encode_ordinary(run, &b);
+  ASSERT_TRUE(tok.encode_ordinary(run, &a).ok());
+  ASSERT_TRUE(heap.encode_ordinary(run, &b).ok());
   EXPECT_EQ(a, b);
   EXPECT_EQ(tok.decode(a), run);
   std::filesystem::remove_all(dir);

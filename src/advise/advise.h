@@ -3,7 +3,7 @@
 // measurements, each cached so that advising again (another budget, another day on the same machine) reuses them:
 //
 //  1. Speed (per machine): every candidate shape (depth x sequence length; width and heads derive from depth) is
-//     timed here, forward + backward + optimizer on random tokens (dist/scale_model.h's measure_step_parts: 2
+//     timed here, forward + backward + optimizer on random tokens (train/step_parts.h's measure_step_parts: 2
 //     warm-up and 3 timed steps, median; the faster of two such), so the budget buys steps = S / step time and
 //     D = steps x B x T tokens.
 //     Cache: $FRONTIER_CACHE/advise/speed.json, keyed by CPU, ISA tier, threads, precision and shape.

@@ -109,6 +109,8 @@ Status load_competition(const std::string& path, Competition* out) {
   c.calibration = absolute_in(c.dir, rel);
   FRONTIER_RETURN_IF_ERROR(r.num(t, "grace_seconds", 0, 86400, &c.grace_seconds));
   FRONTIER_RETURN_IF_ERROR(r.num(t, "eval_timeout_seconds", 1, 7 * 86400, &c.eval_timeout_seconds));
+  FRONTIER_RETURN_IF_ERROR(r.num(t, "eval_memory_mb", 0, 1 << 30, &c.eval_memory_mb));
+  FRONTIER_RETURN_IF_ERROR(r.num(t, "eval_file_mb", 1, 1 << 30, &c.eval_file_mb));
   r.seen.insert("build");
   r.seen.insert("checks");
   r.seen.insert("phase");
@@ -161,6 +163,8 @@ Status load_competition(const std::string& path, Competition* out) {
       return Status::error(path + ": " + rp.where + "metric must be \"val_bpb\" or \"composite\" (got \"" + p.metric +
                            "\")");
     FRONTIER_RETURN_IF_ERROR(rp.integer(pt, "core_max_per_task", 0, 1 << 30, &p.core_max_per_task));
+    p.grace_seconds = c.grace_seconds;
+    FRONTIER_RETURN_IF_ERROR(rp.num(pt, "grace_seconds", 0, 86400, &p.grace_seconds));
     FRONTIER_RETURN_IF_ERROR(rp.unknown_keys(pt));
     if (c.phase(p.name)) return Status::error(path + ": two phases are named " + p.name);
     if (p.metric == "composite" && c.core_bundle.empty())

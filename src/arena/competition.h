@@ -15,7 +15,7 @@
 //   [build]   cmake_args = [...], jobs = 2, timeout_seconds = 1800   # how forks are built
 //   [checks]  normalisation_tolerance = 1e-3, lookahead_probes = 16, lookahead_tolerance = 1e-4,
 //             causal_requests = 4, causal_positions = 4
-//   [[phase]] name = "phase1", budget_seconds = 300, ranks = 1, threads = 0, metric = "val_bpb"
+//   [[phase]] name = "phase1", budget_seconds = 300, ranks = 1, threads = 0, metric = "val_bpb", grace_seconds = 30
 //   [[phase]] name = "phase2", ..., metric = "composite", core_max_per_task = 0   # 0: every CORE item
 //
 // Unknown keys are errors (a typo in a definition must not silently change the rules). docs/arena.md has the
@@ -36,6 +36,7 @@ struct Phase {
   int threads = 0;             // threads per process (0 = all cores)
   std::string metric;          // "val_bpb" (lower is better) | "composite" (docs/scoring.md; higher is better)
   int core_max_per_task = 0;   // composite: CORE items per task (0 = all)
+  double grace_seconds = -1;   // killed at budget + this (the definition's grace_seconds unless the phase sets it)
   bool lower_is_better() const { return metric == "val_bpb"; }
 };
 
@@ -47,6 +48,10 @@ struct Competition {
   std::string calibration;  // optional: the reference machine's `frontier calibrate` file, recorded with each run
   double grace_seconds = 30;
   double eval_timeout_seconds = 1800;  // the team's server, all of its calls together
+  // The evaluation runs in a child process (arena/scorer.h) killed at eval_timeout_seconds + grace_seconds, with an
+  // address-space limit (0: 3/4 of this machine's memory) and a file-size limit, both inherited by the team's server.
+  double eval_memory_mb = 0;
+  double eval_file_mb = 4096;
   // Fork builds.
   std::vector<std::string> cmake_args = {"-DCMAKE_BUILD_TYPE=Release", "-DBUILD_TESTING=OFF"};
   int build_jobs = 2;

@@ -172,7 +172,11 @@ Status evaluate_served(const std::vector<std::string>& argv, const Tokenizer& to
   for (size_t d = 0; d < docs.size(); d++) {
     std::vector<uint32_t>& ids = doc_tokens[d];
     ids.push_back(static_cast<uint32_t>(bos));
-    tok.encode_ordinary(docs[d], &ids);
+    if (!tok.encode_ordinary(docs[d], &ids).ok()) {  // the team's split pattern gave up on a hidden document
+      o.verdict = "disqualified";
+      o.reason = "tokenizer error: the tokenizer could not split hidden document " + std::to_string(d);
+      return finish(o);
+    }
     o.bytes += static_cast<int64_t>(docs[d].size());
     if (tok.decode(std::span<const uint32_t>(ids).subspan(1)) != docs[d]) {
       o.verdict = "disqualified";
@@ -410,10 +414,12 @@ Status evaluate_served(const std::vector<std::string>& argv, const Tokenizer& to
         const uint32_t next = r.tokens[p + 1];
         o.verdict = "disqualified";
         char buf[480];
+        // The reason is published: positions and numbers only, no hidden token id (the next token is in the
+        // evidence, which the record keeps and the page does not show).
         std::snprintf(buf, sizeof(buf), "looks ahead: at %s the batch served a log-probability of token %zu that "
                       "differs by %.4g (tolerance %g) from the one it served when streamed, before the following "
-                      "tokens were sent (next token %u: %.4g streamed, %.4g in the batch)",
-                      where_of(r, refs, core_tasks, plans, p).c_str(), at, worst, checks.lookahead_tolerance, next,
+                      "tokens were sent (the next token's: %.4g streamed, %.4g in the batch)",
+                      where_of(r, refs, core_tasks, plans, p).c_str(), at, worst, checks.lookahead_tolerance,
                       streamed[k][j][next], batch_at_causal[k][j][next]);
         o.reason = buf;
         o.evidence = where_json(r, refs, core_tasks, plans, p);

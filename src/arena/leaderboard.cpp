@@ -1,18 +1,10 @@
 #include "arena/leaderboard.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <sstream>
-
-#include "util/stop_signal.h"
 
 namespace frontier {
 
@@ -234,57 +226,6 @@ std::string leaderboard_html(const Competition& c, const std::vector<PhaseBoard>
   o << "<p class=\"meta\">Competition definition SHA-256 " << esc(c.sha256) << ". Generated " << utc_now()
     << " by <code>frontier arena</code>.</p></body></html>\n";
   return o.str();
-}
-
-Status serve_leaderboard(int port, const std::function<std::string()>& page) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::error(std::string("socket: ") + std::strerror(errno));
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd, 16) != 0) {
-    Status s = Status::error("cannot listen on 127.0.0.1:" + std::to_string(port) + ": " + std::strerror(errno) +
-                             " (pick another --port)");
-    ::close(fd);
-    return s;
-  }
-  StopSignals stop;
-  std::fprintf(stderr, "[arena] serving the leaderboard on http://127.0.0.1:%d/ (Ctrl-C to stop)\n", port);
-  while (!StopSignals::received()) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 200) <= 0) continue;
-    int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (c < 0) continue;
-    std::string req;
-    char buf[4096];
-    while (req.find("\r\n\r\n") == std::string::npos && req.size() < 16384) {
-      pollfd q{c, POLLIN, 0};
-      if (::poll(&q, 1, 2000) <= 0) break;
-      ssize_t n = ::recv(c, buf, sizeof(buf), 0);
-      if (n <= 0) break;
-      req.append(buf, static_cast<size_t>(n));
-    }
-    std::string path;
-    if (req.rfind("GET ", 0) == 0) path = req.substr(4, req.find(' ', 4) - 4);
-    std::string body, status = "200 OK";
-    if (path == "/" || path == "/index.html") body = page();
-    else status = "404 Not Found", body = "not found\n";
-    std::string resp = "HTTP/1.1 " + status + "\r\nContent-Type: " +
-                       (status[0] == '2' ? "text/html; charset=utf-8" : "text/plain") +
-                       "\r\nContent-Length: " + std::to_string(body.size()) +
-                       "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n" + body;
-    for (size_t off = 0; off < resp.size();) {
-      ssize_t n = ::send(c, resp.data() + off, resp.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
-    }
-    ::close(c);
-  }
-  ::close(fd);
-  return ok_status();
 }
 
 }  // namespace frontier

@@ -3,7 +3,7 @@
 //   std::vector<RecordRow> rows;  rec.rows(&rows);
 //   std::vector<PhaseBoard> boards = build_leaderboard(competition, rows);
 //   std::string html = leaderboard_html(competition, boards, verify_report);
-//   FRONTIER_RETURN_IF_ERROR(serve_leaderboard(8080, [&] { return page(); }));   // until SIGINT / SIGTERM
+//   FRONTIER_RETURN_IF_ERROR(serve_leaderboard(8080, [&](std::string* html) { return page(html); }));  // to SIGINT
 //
 // Ranking, per phase: each team's best "ok" run (lowest val_bpb); teams whose best scores are equal at the
 // displayed precision (6 decimals) share a rank (1, 1, 3), and within a tie the earlier run is listed first. The
@@ -44,7 +44,11 @@ std::string leaderboard_text(const std::vector<PhaseBoard>& boards);  // for the
 std::string leaderboard_html(const Competition& c, const std::vector<PhaseBoard>& boards, const VerifyReport& v);
 
 // Serves page() on http://127.0.0.1:port/ (GET / and /index.html; anything else 404) until SIGINT or SIGTERM.
-// Only the loopback interface: publishing is copying the static file.
-Status serve_leaderboard(int port, const std::function<std::string()>& page);
+// Only the loopback interface: publishing is copying the static file. cpp-httplib (Debian's libcpp-httplib-dev)
+// with a pool of kServeThreads threads and 5-s read and write timeouts per connection, so a client that connects and
+// sends nothing (or trickles bytes) holds one thread, never an honest request. page() runs one call at a time; an
+// error from it (a record that no longer verifies) is a 503 with that one line, never a page.
+constexpr int kServeThreads = 8;
+Status serve_leaderboard(int port, const std::function<Status(std::string* html)>& page);
 
 }  // namespace frontier

@@ -124,6 +124,14 @@ Status Record::append_checked(RecordRow* row,
     exec(db, "ROLLBACK", path_);
     return s;
   };
+  // Nothing is appended to a broken chain: a new row would take a tampered row's hash as its prev_hash and make the
+  // edit look like history. Checked inside the write lock, so no append can slip between the check and the insert.
+  {
+    VerifyReport v;
+    Status s = verify(&v);
+    if (s.ok()) s = v.status(path_);
+    if (!s.ok()) return rollback(Status::error(s.message() + "; nothing appended"));
+  }
   if (decide) {
     std::vector<RecordRow> so_far;
     Status s = rows(&so_far);
@@ -201,6 +209,13 @@ Status Record::rows(std::vector<RecordRow>* out) const {
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) return sql_error(db, "reading", path_);
   return ok_status();
+}
+
+Status VerifyReport::status(const std::string& record_path) const {
+  if (ok) return ok_status();
+  return Status::error("the record " + record_path + " failed verification: " + problems.front() +
+                       (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : "") +
+                       "; `frontier arena verify` lists every problem");
 }
 
 Status Record::verify(VerifyReport* out) const {

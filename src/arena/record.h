@@ -6,14 +6,16 @@
 //   FRONTIER_RETURN_IF_ERROR(rec.append(&row));          // fills seq, recorded_at, prev_hash, row_hash
 //   VerifyReport v;
 //   FRONTIER_RETURN_IF_ERROR(rec.verify(&v));            // v.ok, v.problems: "row 3 was changed ..."
+//   FRONTIER_RETURN_IF_ERROR(v.status(rec.path()));      // before publishing: one line naming the first problem
 //
 // Chain: row_hash = SHA-256 of the canonical JSON of the row's content (every column but row_hash, prev_hash
 // included), and prev_hash = the previous row's row_hash ("0" x 64 for row 1). Changing a row breaks its own hash;
 // deleting one leaves a gap in seq and a prev_hash that no longer matches; deleting the newest rows is caught by
 // the head file (RECORD.head: "seq row_hash", rewritten atomically after each append) and by the chain head the
 // leaderboard publishes. Triggers refuse UPDATE and DELETE, so only a deliberate edit of the file changes history.
-// Appends are serialised by SQLite's write lock (BEGIN IMMEDIATE); append_checked decides inside that lock (two
-// concurrent submits of the same content: one is accepted, the other is a duplicate).
+// Appends are serialised by SQLite's write lock (BEGIN IMMEDIATE); append_checked verifies the chain and decides
+// inside that lock (a broken chain is never extended; two concurrent submits of the same content: one is accepted,
+// the other is a duplicate).
 #pragma once
 
 #include <cmath>
@@ -53,6 +55,9 @@ struct VerifyReport {
   int64_t rows = 0;
   std::string head;                   // the last row's hash
   std::vector<std::string> problems;  // each names a row
+  // ok, or one line naming the first problem: what every publication (leaderboard, serve) and every append refuses
+  // with, so a tampered record is never published or extended.
+  Status status(const std::string& record_path) const;
 };
 
 class Record {
@@ -66,7 +71,7 @@ class Record {
   // Appends *row in one write transaction (BEGIN IMMEDIATE: other appenders wait) after decide(rows so far, row)
   // ran inside it: decide may change the row (e.g. "accepted" to "duplicate") and do file work that must not
   // interleave with another process's decision (moving a submission's files into place). An error from decide
-  // appends nothing and is returned.
+  // appends nothing and is returned; so does a chain that fails verify() (VerifyReport::status's line).
   Status append_checked(RecordRow* row,
                         const std::function<Status(const std::vector<RecordRow>& rows, RecordRow* row)>& decide);
   Status rows(std::vector<RecordRow>* out) const;  // in seq order

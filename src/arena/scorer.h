@@ -18,8 +18,18 @@
 //    tokenizes with the team's tokenizer (run/tokenizer/ if the run wrote one, else the training data's), checks and
 //    computes val_bpb (and, in a composite phase, CORE from the same server and the composite, the row's score):
 //    "ok" with the score, "disqualified" with the evidence, or "eval_failed" (missing or corrupt
-//    checkpoint, the server crashed or broke the protocol).
+//    checkpoint, the server crashed or broke the protocol). All of it runs in a child process, the evaluation
+//    worker (`frontier arena evaluate`, evaluation_worker below), under an address-space and a file-size limit and
+//    killed at eval_timeout_seconds + grace_seconds: the team's tokenizer files are loaded there, never here, so a
+//    loader that hangs (a FIFO), a leak (a file that never ends) or a server that kills its parent is that
+//    submission's "eval_failed" ("timeout", "out of memory", "crashed (signal 11)") and the next one is scored.
 // Nothing the submission does ends the scorer: every outcome is a row.
+//
+// Public and private text: a row's reason is published (the leaderboard), so it is a fixed vocabulary in the
+// organiser's words ("crashed (signal 6)", "build failed (build: exit code 2)", "server error (exit code 1)",
+// "protocol error", "tokenizer error", "timeout", or the evaluator's own disqualification sentence). What the team's
+// processes printed (compiler errors, the training log's error line, the server's stderr, which can be the hidden
+// text it was asked about) goes only to the organiser's private log, private_log_path(c), one JSON line per failure.
 #pragma once
 
 #include <string>
@@ -33,6 +43,7 @@ namespace frontier {
 
 struct ScoreOptions {
   std::string organiser_binary;  // the organiser's build of `frontier` (config submissions); default: this binary
+  std::string evaluator_binary;  // the `frontier` that runs the evaluation worker; default: this binary
   uint64_t seed = 0;             // the evaluator's probe seed (0: random per run, recorded)
   bool progress = true;          // one line per step to stderr
 };
@@ -44,6 +55,16 @@ void score_submission(const Competition& c, const Submission& s, const ScoreOpti
 // finishes. *done: the rows appended.
 Status score_pending(const Competition& c, Record& rec, const ScoreOptions& o, const std::string& hash,
                      std::vector<RecordRow>* done);
+
+// The evaluation worker's body (`frontier arena evaluate`; the scorer runs it as a child process): sets its limits
+// (RLIMIT_AS = eval_memory_mb, RLIMIT_FSIZE = eval_file_mb, no core files), loads the team's tokenizer from
+// WORK/run, evaluates WORK/run/model.ckpt through BIN's server, and writes WORK/eval_result.json: verdict ("ok" |
+// "disqualified" | "failed"), public_reason, private_reason, eval (EvalOutcome::json), val_bpb, score, core.
+Status evaluation_worker(const Competition& c, const std::string& phase, const std::string& work,
+                         const std::string& bin, uint64_t seed);
+
+// The organiser's private log of what the teams' processes printed: RECORD.private.jsonl.
+std::string private_log_path(const Competition& c);
 
 // The machine a run is scored on: the competition's calibration file (else this machine's `frontier calibrate`
 // file, else none), the CPU and thread count, as compact JSON.

@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "config/frozen_keys.h"
 #include "config/tomlpp.h"
-#include "research/research.h"
 #include "train/train.h"
 #include "util/file.h"
 #include "util/sha256.h"
@@ -17,10 +17,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The research loop's frozen keys (research.h), less train.peak_gflops (it changes only the reported MFU), plus
-// train.threads (the phase decides).
+// The one list (config/frozen_keys.h), shared with research.
 bool frozen_for_arena(const std::string& k) {
-  return (is_frozen_key(k) && k != "train.peak_gflops") || k == "train.threads";
+  const FrozenKey* f = frozen_key(k);
+  return f && f->arena;
 }
 
 void flatten(const toml::table& t, const std::string& prefix, std::vector<std::string>* keys) {
@@ -87,6 +87,10 @@ Status submit(const Competition& c, Record& rec, const SubmitRequest& q, Submiss
   r.phase = q.phase;
   r.kind = q.repo.empty() && q.commit.empty() ? "config" : "fork";
   r.started_at = utc_now();
+  // A broken chain takes no new row, not even a refusal: said before any work (a clone) is done.
+  VerifyReport v;
+  FRONTIER_RETURN_IF_ERROR(rec.verify(&v));
+  FRONTIER_RETURN_IF_ERROR(v.status(rec.path()));
   const Phase* ph = c.phase(q.phase);
   if (ph) r.metric = ph->metric;
   // Every way out appends the row: an accepted submission, and each reason to refuse one.
@@ -144,9 +148,8 @@ Status submit(const Competition& c, Record& rec, const SubmitRequest& q, Submiss
   std::string frozen = frozen_key_in(config, q.config_path, &parse);
   if (!parse.ok()) return refuse_clean("rejected", "config: " + parse.message());
   if (!frozen.empty())
-    return refuse_clean("rejected", "config sets " + frozen + ", which the competition fixes (the frozen evaluator's "
-                                    "eval.* keys, the data, the budget and its accounting, run dir and threads are "
-                                    "the organiser's); remove it");
+    return refuse_clean("rejected", "config sets " + frozen + ", which the competition fixes (" +
+                                        frozen_key(frozen)->why + "); remove it");
   if (r.kind == "config") {
     ConfigSchema schema = train_schema();
     Config cfg = schema.defaults();

@@ -36,8 +36,9 @@ struct Submission {
   std::string dir;  // submissions_dir/<hash>: submission.json, config.toml, repo.git (a fork)
 };
 
-// Keys a submission's config may not set: the frozen evaluator (eval.*) and what the phase or the scorer decides
-// (train.data, the budget and its accounting, the run directory, threads). "" when none is set.
+// Keys a submission's config may not set (config/frozen_keys.h, the list research shares): the frozen evaluator
+// (eval.*) and what the phase or the scorer decides (train.data, the budget and its accounting: max_steps, the
+// excluded warm-up, budget_mode, probe_step_seconds; the run directory, threads). "" when none is set.
 std::string frozen_key_in(const std::string& config_text, const std::string& origin, Status* parse);
 
 Status submit(const Competition& c, Record& rec, const SubmitRequest& q, Submission* out, RecordRow* row);

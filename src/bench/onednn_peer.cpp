@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/gemm.h"
+#include "util/bf16.h"
 
 namespace frontier {
 

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "data/default_corpus.h"
 #include "kernels/peak.h"
+#include "util/cache_dir.h"
 #include "util/file.h"
 
 namespace frontier {

@@ -1,10 +1,13 @@
 #include "config/config.h"
 
-#include <cstdlib>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "config/tomlpp.h"
@@ -182,13 +185,26 @@ Status ConfigSchema::assign(const Entry& e, const ConfigValue& v, const std::str
 }
 
 Status ConfigSchema::load_toml(const std::string& path, Config* cfg) const {
+  // A config is a few KiB of text. Read at most kMaxBytes (+1 to tell): /dev/zero or a huge file is an error naming
+  // the file, not an allocation that fails later and blames a model key. A directory (which fopen opens and read
+  // fails on) or any read error is an error, never an empty config. Pipes (--config <(...)) still work.
+  constexpr size_t kMaxBytes = 1 << 20;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return Status::error("config " + path + " is a directory, not a TOML file (check the path)");
   std::string text;
   FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return Status::error("cannot open config " + path + " (check the path)");
+  if (!f) return Status::error("cannot open config " + path + ": " + std::strerror(errno) + " (check the path)");
   char buf[4096];
   size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  while (text.size() <= kMaxBytes && (n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  const bool failed = std::ferror(f);
+  const int err = errno;
   std::fclose(f);
+  if (failed) return Status::error("cannot read config " + path + ": " + std::strerror(err));
+  if (text.size() > kMaxBytes)
+    return Status::error("config " + path + " is over " + std::to_string(kMaxBytes >> 20) +
+                         " MiB, too large for a TOML config (is it the right file?)");
   return load_toml_string(text, path, cfg);
 }
 

@@ -1,9 +1,11 @@
 #include "data/corpus.h"
 
 #include <glob.h>
+#include <sys/stat.h>
 #include <zstd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -112,6 +114,11 @@ class FileListSource : public DocumentSource {
   uint64_t bytes_total() const override { return total_; }
   uint64_t docs_repaired() const override { return repaired_; }
   uint64_t nulls_skipped() const override { return nulls_ + (parquet_ ? parquet_->nulls() : 0); }
+  std::string where() const override {
+    if (fmt_ == Format::kParquet) return path_ + ": row " + std::to_string(row_) + " of column '" + field_ + "'";
+    if (fmt_ == Format::kText) return path_;
+    return path_ + ":" + std::to_string(line_);
+  }
 
   Status next(std::string* doc, bool* eof) override {
     while (true) {
@@ -145,8 +152,10 @@ class FileListSource : public DocumentSource {
           parquet_.reset();
           continue;
         }
+        row_ = parquet_->row();
+        FRONTIER_RETURN_IF_ERROR(no_nul(*doc, where()));
         FRONTIER_RETURN_IF_ERROR(
-            fix_utf8(doc, path_ + ": row " + std::to_string(parquet_->row()) + " of column '" + field_ + "'"));
+            fix_utf8(doc, path_ + ": row " + std::to_string(row_) + " of column '" + field_ + "'"));
         if (doc->empty()) continue;
         *eof = false;
         return ok_status();
@@ -184,6 +193,18 @@ class FileListSource : public DocumentSource {
   // U+FFFD it would become trains the tokenizer and the model on noise that looks like data. The floor keeps a
   // short document with one or two bad bytes repairable.
   static constexpr size_t kMaxReplaced = 16;
+
+  // One rule for U+0000 in every reader (docs/formats.md "U+0000"): a document never holds it, under either
+  // --invalid-utf8 policy. A raw NUL byte in a .txt file or a JSON line is binary data (next() and next_jsonl() say
+  // so); a NUL that arrives decoded, as a "\u0000" escape in a JSON string or a byte of a Parquet value, is refused
+  // here with the same reasoning: it is not text a model should learn (a C string ends there), and dropping it
+  // silently would change the document.
+  static Status no_nul(const std::string& text, const std::string& where) {
+    const size_t nul = text.find('\0');
+    if (nul == std::string::npos) return ok_status();
+    return Status::error(where + ": U+0000 (a NUL character) at byte " + std::to_string(nul) +
+                         " of the text: documents must not hold NUL in any input format (remove it from the input)");
+  }
 
   Status fix_utf8(std::string* s, const std::string& where) {
     size_t bad = utf8_first_invalid(*s);
@@ -242,6 +263,7 @@ class FileListSource : public DocumentSource {
                              "\" string; other fields are ignored)");
       if (!it->is_string()) return Status::error(where + ": \"" + field_ + "\" is not a string");
       *doc = it->get<std::string>();
+      FRONTIER_RETURN_IF_ERROR(no_nul(*doc, where));  // "\u0000" in the JSON string
       *got = true;
       return ok_status();
     }
@@ -257,7 +279,7 @@ class FileListSource : public DocumentSource {
   std::string path_, buf_;
   Format fmt_ = Format::kUnknown;
   size_t pos_ = 0;
-  uint64_t line_ = 0;
+  uint64_t line_ = 0, row_ = 0;  // of the last document returned: JSON line, Parquet row
   bool file_eof_ = false;
 };
 
@@ -286,6 +308,13 @@ Status expand_inputs(const std::vector<std::string>& specs, std::vector<std::str
       }
       globfree(&g);
     } else {
+      // exists() is false for a link that cannot be followed; say which kind, not "not found".
+      struct stat st;
+      if (::stat(spec.c_str(), &st) != 0 && errno == ELOOP)
+        return Status::error("input " + spec + " is a symbolic link loop (too many levels of symbolic links; fix or "
+                             "remove the link)");
+      if (::lstat(spec.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+        return Status::error("input " + spec + " is a broken symbolic link (its target does not exist)");
       return Status::error("input not found: " + spec + " (check the path)");
     }
     if (found.empty())

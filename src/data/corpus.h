@@ -34,6 +34,9 @@ class DocumentSource {
   virtual uint64_t bytes_total() const = 0;  // input bytes in all
   virtual uint64_t docs_repaired() const { return 0; }  // documents with invalid UTF-8 replaced (kReplace)
   virtual uint64_t nulls_skipped() const { return 0; }  // null values of a Parquet text column, skipped
+  // Where the document next() returned last came from, for messages: "FILE:LINE", "FILE: row N", "FILE"; "" when
+  // the source cannot say.
+  virtual std::string where() const { return ""; }
 };
 
 // Expands files, directories (recursively: *.txt, *.jsonl, *.jsonl.zst, *.parquet) and glob patterns into a sorted,

@@ -1,7 +1,6 @@
 #include "data/default_corpus.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -102,12 +101,6 @@ class DefaultCorpusSource : public DocumentSource {
 };
 
 }  // namespace
-
-std::string frontier_cache_dir() {
-  if (const char* c = std::getenv("FRONTIER_CACHE"); c && *c) return c;
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : ".") + "/.cache/frontier";
-}
 
 std::string brown_detokenize(const std::string& tagged) {
   std::string out;

@@ -9,10 +9,9 @@
 #include <vector>
 
 #include "data/corpus.h"
+#include "util/cache_dir.h"  // frontier_cache_dir: the corpus is installed under it
 
 namespace frontier {
-
-std::string frontier_cache_dir();  // $FRONTIER_CACHE, else $HOME/.cache/frontier
 
 // The files the default corpus is built from, in reading order (for the manifest's input fingerprint).
 Status default_corpus_files(std::vector<std::string>* files);

@@ -3,20 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "util/rng.h"
+
 namespace fs = std::filesystem;
 
 namespace frontier {
-
-namespace {
-
-uint64_t splitmix64(uint64_t* x) {
-  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 nlohmann::json LoaderState::to_json() const {
   return {{"epoch", epoch}, {"cursor", cursor}, {"buffer", buffer}};
@@ -79,8 +70,8 @@ void BestFitLoader::start_epoch() {
   order_.resize(n_batches_);
   for (uint64_t i = 0; i < n_batches_; i++) order_[i] = i;
   if (cfg_.shuffle) {
-    uint64_t st = cfg_.seed * 0x2545F4914F6CDD1Dull + epoch_ + 1;
-    for (uint64_t i = n_batches_ - 1; i > 0; i--) std::swap(order_[i], order_[splitmix64(&st) % (i + 1)]);
+    Rng rng{cfg_.seed * 0x2545F4914F6CDD1Dull + epoch_ + 1};
+    for (uint64_t i = n_batches_ - 1; i > 0; i--) std::swap(order_[i], order_[rng.next() % (i + 1)]);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "data/prepare.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "tokenizer/bpe_trainer.h"
 #include "tokenizer/tokenizer.h"
 #include "util/file.h"
+#include "util/file_lock.h"
 #include "util/progress.h"
 #include "util/sha256.h"
 
@@ -71,12 +73,20 @@ class DocFilter {
   uint64_t index_ = 0;
 };
 
+// A batch of documents and, for each, its ordinal in the source (0 = the first document next() returned, held out
+// or not), so that an error can name the document's file and line (locate_document).
+struct Batch {
+  std::vector<std::string> docs;
+  std::vector<uint64_t> origin;
+  uint64_t n_read = 0;  // documents read from the source so far, all batches
+};
+
 // Reads the next batch of kept documents (about kBatchBytes of text), each split into pieces of at most
 // max_doc_bytes (0: whole; data/doc_split.h). The validation hold-out is decided per source document, before the
 // split, so no validation document shares text with a training piece. Empty batch = end of input.
-Status read_batch(DocumentSource* src, DocFilter* filter, std::vector<std::string>* batch, uint64_t max_bytes,
-                  uint64_t max_doc_bytes) {
-  batch->clear();
+Status read_batch(DocumentSource* src, DocFilter* filter, Batch* batch, uint64_t max_bytes, uint64_t max_doc_bytes) {
+  batch->docs.clear();
+  batch->origin.clear();
   uint64_t bytes = 0;
   std::string doc;
   std::vector<std::string_view> pieces;
@@ -84,16 +94,21 @@ Status read_batch(DocumentSource* src, DocFilter* filter, std::vector<std::strin
   while (bytes < max_bytes) {
     FRONTIER_RETURN_IF_ERROR(src->next(&doc, &eof));
     if (eof) break;
+    const uint64_t ordinal = batch->n_read++;
     if (!filter->keep()) continue;
     bytes += doc.size();
     if (max_doc_bytes == 0 || doc.size() <= max_doc_bytes) {
-      batch->push_back(std::move(doc));
+      batch->docs.push_back(std::move(doc));
+      batch->origin.push_back(ordinal);
       continue;
     }
     pieces.clear();
     split_document(doc, max_doc_bytes, &pieces);
-    for (std::string_view p : pieces)
-      if (p.find_first_not_of(" \t\r\n") != std::string_view::npos) batch->emplace_back(p);
+    for (std::string_view p : pieces) {
+      if (p.find_first_not_of(" \t\r\n") == std::string_view::npos) continue;
+      batch->docs.emplace_back(p);
+      batch->origin.push_back(ordinal);
+    }
   }
   return ok_status();
 }
@@ -107,6 +122,24 @@ uint64_t max_doc_bytes(const PrepareOptions& opt, bool use_default) {
   return use_default ? kDefaultCorpusDocBytes : 0;
 }
 
+// The error of a document the tokenizer could not split, naming where it came from: the source is read again up to
+// that document (only on this error path), so the reader can say its file and line or row.
+Status document_error(const PrepareOptions& opt, const InputSet& in, const std::string& what, uint64_t ordinal,
+                      size_t bytes, const Status& why) {
+  std::string where;
+  std::unique_ptr<DocumentSource> src;
+  if (open_source(in, opt, &src).ok()) {
+    std::string doc;
+    bool eof = false;
+    uint64_t i = 0;
+    while (src->next(&doc, &eof).ok() && !eof && i++ < ordinal) {
+    }
+    if (!eof && i == ordinal + 1) where = src->where();
+  }
+  if (where.empty()) where = "document " + std::to_string(ordinal + 1) + " of the input";
+  return Status::error(where + " (" + what + ", a " + std::to_string(bytes) + "-byte document): " + why.message());
+}
+
 Status train_tokenizer(const PrepareOptions& opt, const InputSet& train, Take take, Tokenizer* tok,
                        PrepareResult* res) {
   auto t0 = std::chrono::steady_clock::now();
@@ -116,15 +149,18 @@ Status train_tokenizer(const PrepareOptions& opt, const InputSet& train, Take ta
   BpeTrainer trainer(kNanochatPattern);
   FRONTIER_RETURN_IF_ERROR(trainer.status());
   Progress prog("tokenizer text", src->bytes_total(), opt.progress);
-  std::vector<std::string> batch;
+  Batch batch;
   while (trainer.n_bytes() < opt.tokenizer_max_chars) {
     FRONTIER_RETURN_IF_ERROR(read_batch(src.get(), &filter, &batch, kBatchBytes, static_cast<uint64_t>(opt.max_doc_bytes)));
-    if (batch.empty()) break;
+    if (batch.docs.empty()) break;
     uint64_t room = opt.tokenizer_max_chars - trainer.n_bytes(), sum = 0;
     size_t keep = 0;
-    while (keep < batch.size() && sum < room) sum += batch[keep++].size();
-    batch.resize(keep);
-    trainer.add_documents(batch);
+    while (keep < batch.docs.size() && sum < room) sum += batch.docs[keep++].size();
+    batch.docs.resize(keep);
+    size_t failed = 0;
+    Status s = trainer.add_documents(batch.docs, &failed);
+    if (!s.ok())
+      return document_error(opt, train, "tokenizer training", batch.origin[failed], batch.docs[failed].size(), s);
     prog.update(src->bytes_done());
   }
   prog.finish(std::to_string(trainer.n_unique_pieces()) + " unique pieces");
@@ -156,18 +192,24 @@ Status encode_split(const PrepareOptions& opt, const Tokenizer& tok, const Input
     return ok_status();
   };
   Progress prog("encode " + split, src->bytes_total(), opt.progress);
-  std::vector<std::string> batch;
+  Batch b;
+  const std::vector<std::string>& batch = b.docs;
   std::vector<std::vector<uint32_t>> enc;
+  std::vector<Status> errors;
   while (true) {
-    FRONTIER_RETURN_IF_ERROR(read_batch(src.get(), &filter, &batch, kBatchBytes, static_cast<uint64_t>(opt.max_doc_bytes)));
+    FRONTIER_RETURN_IF_ERROR(read_batch(src.get(), &filter, &b, kBatchBytes, static_cast<uint64_t>(opt.max_doc_bytes)));
     if (batch.empty()) break;
     enc.assign(batch.size(), {});
+    errors.assign(batch.size(), ok_status());
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t i = 0; i < batch.size(); i++) {
       enc[i].reserve(batch[i].size() / 3 + 2);
       enc[i].push_back(bos);
-      tok.encode_ordinary(batch[i], &enc[i]);
+      errors[i] = tok.encode_ordinary(batch[i], &enc[i]);
     }
+    for (size_t i = 0; i < batch.size(); i++)  // the first failure in document order
+      if (!errors[i].ok())
+        return document_error(opt, in, "the " + split + " split", b.origin[i], batch[i].size(), errors[i]);
     for (size_t i = 0; i < batch.size(); i++) {
       tokens.insert(tokens.end(), enc[i].begin(), enc[i].end());
       offsets.push_back(tokens.size());
@@ -188,6 +230,93 @@ Status encode_split(const PrepareOptions& opt, const Tokenizer& tok, const Input
     return Status::error("the " + split + " split has no documents (give more input, or a --val input)");
   return ok_status();
 }
+
+// The staging directory of one --out: PARENT/.NAME.prepare/, locked (util/file_lock.h) for as long as this prepare
+// runs, the dataset written into its data/ subdirectory. It is removed at the end, whether the prepare succeeded or
+// not; a killed prepare leaves it, and the next one clears it.
+class Staging {
+ public:
+  ~Staging() {
+    if (dir_.empty()) return;
+    std::error_code ec;
+    fs::remove_all(data_dir(), ec);
+    fs::remove_all(dir_ + "/old", ec);
+    fs::remove(dir_ + "/.lock", ec);
+    fs::remove(dir_, ec);  // only if empty; the lock is released after (DirLock's destructor)
+  }
+  Status begin(const std::string& out) {
+    // The real directory (a symlinked --out resolves to its target), so that the staging directory is its
+    // sibling on the same file system and the final rename is a rename, not a cross-device copy.
+    std::error_code cec;
+    fs::path p = fs::weakly_canonical(fs::absolute(fs::path(out)), cec);
+    if (cec) p = fs::absolute(fs::path(out)).lexically_normal();
+    if (!p.has_filename()) p = p.parent_path();  // "data/x/" -> "data/x"
+    const std::string name = p.filename().string();
+    if (name.empty() || name == "." || name == "..")
+      return Status::error("--out " + out + " must name a directory (not / . or ..)");
+    const std::string dir = (p.parent_path() / ("." + name + ".prepare")).string();
+    FRONTIER_RETURN_IF_ERROR(make_dirs(dir, "--out"));
+    Status s = lock_.acquire(dir, "--out");
+    if (!s.ok()) {
+      if (s.message().find(" is in use ") == std::string::npos) return s;  // not another holder: an I/O error
+      long pid = dir_lock_holder(dir);  // 0 for a moment after the holder locks, before it writes its pid
+      for (int i = 0; i < 50 && pid == 0; i++) {
+        usleep(20000);
+        pid = dir_lock_holder(dir);
+      }
+      return Status::error("--out " + out + " is being written by another frontier prepare (pid " +
+                           (pid ? std::to_string(pid) : std::string("unknown")) + ", lock " + dir +
+                           "/.lock); wait for it to finish, or choose another --out");
+    }
+    dir_ = dir;
+    target_ = p.string();
+    std::error_code ec;
+    fs::remove_all(data_dir(), ec);  // the debris of a killed prepare
+    fs::remove_all(dir_ + "/old", ec);
+    FRONTIER_RETURN_IF_ERROR(make_dirs(data_dir(), "--out"));
+    return ok_status();
+  }
+  std::string data_dir() const { return dir_ + "/data"; }
+
+  // Moves the finished dataset to the output directory. An empty one is replaced whole (one rename). Otherwise it
+  // may hold other files, which stay: the dataset's files are moved in one by one (each rename atomic), the old
+  // manifest removed first and the new one moved last, and the old shards removed, so that it is a dataset again
+  // only when it is this one. The old dataset's files go to staging/old and are deleted after.
+  Status publish(const std::vector<std::string>& names) {
+    const std::string& out = target_;
+    std::error_code ec;
+    const std::string data = data_dir();
+    if (fs::is_empty(out, ec) && !ec) {
+      fs::remove(out, ec);
+      if (!ec) fs::rename(data, out, ec);
+      if (ec) return Status::error("cannot move the new dataset to " + out + ": " + ec.message());
+      return ok_status();
+    }
+    const std::string old = dir_ + "/old";
+    FRONTIER_RETURN_IF_ERROR(make_dirs(old + "/tokenizer"));
+    auto move = [&](const std::string& from, const std::string& to) -> Status {
+      fs::rename(from, to, ec);
+      if (ec) return Status::error("cannot move " + from + " to " + to + ": " + ec.message());
+      return ok_status();
+    };
+    if (file_exists(out + "/manifest.json"))
+      FRONTIER_RETURN_IF_ERROR(move(out + "/manifest.json", old + "/manifest.json"));
+    std::vector<std::string> stale;  // old shards and the debris of killed runs; listed first, moved after
+    for (auto& e : fs::directory_iterator(out, ec)) {
+      const std::string n = e.path().filename().string();
+      const bool shard = (n.rfind("train_", 0) == 0 || n.rfind("val_", 0) == 0) && e.path().extension() == ".bin";
+      if (shard || e.path().extension() == ".tmp") stale.push_back(n);
+    }
+    for (const auto& n : stale) FRONTIER_RETURN_IF_ERROR(move(out + "/" + n, old + "/" + n));
+    FRONTIER_RETURN_IF_ERROR(make_dirs(out + "/tokenizer", "--out"));
+    for (const auto& n : names) FRONTIER_RETURN_IF_ERROR(move(data + "/" + n, out + "/" + n));
+    return move(data + "/manifest.json", out + "/manifest.json");
+  }
+
+ private:
+  std::string dir_, target_;  // the staging directory; the output directory it is moved to
+  DirLock lock_;  // released after the destructor's body has removed the directory
+};
 
 json split_json(const SplitStats& s) {
   return {{"docs", s.docs}, {"bytes", s.bytes}, {"tokens", s.tokens}, {"shards", s.shards}};
@@ -270,21 +399,21 @@ Status prepare(const PrepareOptions& options, PrepareResult* res) {
     return ok_status();
   }
 
-  // Invalidate whatever was there before writing anything: without a manifest nothing here is trusted.
+  // Everything is written into a staging directory beside --out and moved into place only once it is whole
+  // (publish): a bad input found half-way, a kill or a full disk leaves an existing dataset as it was. The staging
+  // directory's lock makes concurrent prepares into one --out a one-line error naming the holder, not a silent
+  // overwrite.
   FRONTIER_RETURN_IF_ERROR(make_dirs(opt.out_dir, "--out"));
-  std::error_code ec;
-  fs::remove(opt.out_dir + "/manifest.json", ec);
-  for (auto& e : fs::directory_iterator(opt.out_dir, ec)) {
-    std::string n = e.path().filename().string();
-    bool shard = (n.rfind("train_", 0) == 0 || n.rfind("val_", 0) == 0) && e.path().extension() == ".bin";
-    if (shard || e.path().extension() == ".tmp") fs::remove(e.path(), ec);  // old shards, debris of a killed run
-  }
-  {
+  Staging staging;
+  FRONTIER_RETURN_IF_ERROR(staging.begin(opt.out_dir));
+  {  // under the lock: out must take the files at the end
     std::string probe = opt.out_dir + "/.write_probe";
     Status s = write_file_atomic(probe, "ok");
     if (!s.ok()) return Status::error("output directory " + opt.out_dir + " is not writable (choose another --out)");
+    std::error_code ec;
     fs::remove(probe, ec);
   }
+  opt.out_dir = staging.data_dir();
 
   Tokenizer trained;
   const Tokenizer* tok = &given;
@@ -334,8 +463,9 @@ Status prepare(const PrepareOptions& options, PrepareResult* res) {
               {"pattern", tok->pattern()}}},
             {"splits", {{"train", split_json(res->train)}, {"val", split_json(res->val)}}},
             {"files", files}};
-  return write_file_atomic(opt.out_dir + "/manifest.json",
-                           m.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  FRONTIER_RETURN_IF_ERROR(write_file_atomic(opt.out_dir + "/manifest.json",
+                                             m.dump(2, ' ', false, json::error_handler_t::replace) + "\n"));
+  return staging.publish(names);
 }
 
 }  // namespace frontier

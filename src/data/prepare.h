@@ -7,6 +7,11 @@
 //   manifest.json                                           written last: inputs' and outputs' SHA-256
 // A directory without a manifest, or whose manifest does not verify, is not a prepared dataset. Re-running with
 // the same inputs (by content) and options finds the manifest up to date and does nothing.
+//
+// Nothing is lost on failure: the dataset is written into PARENT/.NAME.prepare/data/ and moved into out_dir only
+// when whole, under a lock on PARENT/.NAME.prepare/.lock (util/file_lock.h), so a bad input found half-way leaves an
+// existing dataset as it was and a second prepare into the same out_dir is an error naming the first one's pid. A
+// document the tokenizer's split pattern fails on is an error naming its file and line (tokenizer/regex_split.h).
 #pragma once
 
 #include <cstdint>

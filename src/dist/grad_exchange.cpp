@@ -4,7 +4,7 @@
 #include <cstring>
 #include <map>
 
-#include "kernels/gemm.h"  // to_bf16 / from_bf16
+#include "util/bf16.h"
 
 namespace frontier {
 

@@ -1,7 +1,7 @@
 // `frontier scale project`: what data-parallel training of a config would reach on R ranks over a given network,
 // from this machine's measured step parts and a ring model of the collectives (docs/distributed.md).
 //
-//   StepParts p;  FRONTIER_RETURN_IF_ERROR(measure_step_parts(cfg, threads, steps, &p));  // one process, here
+//   StepParts p;  FRONTIER_RETURN_IF_ERROR(measure_step_parts(cfg, threads, steps, &p));  // train/step_parts.h
 //   Link shm = link_from_comm_bench(comm_json);             // alpha, beta fitted to `frontier scale comm`
 //   Projection x = project(p, /*ranks=*/8, /*ranks_per_node=*/8, shm, shm);
 //
@@ -23,15 +23,17 @@
 // tokens/s = R A B T / t_step; efficiency = tokens/s over R x the one-rank tokens/s.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "config/config.h"
+#include "util/status.h"
 
 namespace frontier {
 
+// One training step on one rank, measured (train/step_parts.h fills it in: dist/ sits below train/).
 struct StepParts {
   double t_fb = 0;   // s per micro-batch, forward + backward
   double t_opt = 0;  // s per optimizer step, the whole model on one rank
@@ -54,9 +56,6 @@ struct Projection {
   double t_comm = 0, t_opt = 0, t_step = 0, tokens_per_sec = 0, efficiency = 0, t_step_overlap = 0;
 };
 
-// Times `steps` optimizer steps (after 2 warm-up steps) of cfg's model in this process with `threads` threads:
-// forward + backward per micro-batch, and the optimizer, on random tokens (speed does not depend on the data).
-Status measure_step_parts(const Config& cfg, int threads, int steps, StepParts* out);
 // alpha from the smallest reduce-scatter (per hop), beta from the largest one's bus bandwidth.
 Status link_from_comm_bench(const nlohmann::json& comm, Link* out);
 Projection project(const StepParts& p, int ranks, int ranks_per_node, const Link& intra, const Link& inter);

@@ -336,7 +336,10 @@ bool core_item_sequences(const Tokenizer& tok, const CoreTask& task, const std::
   std::vector<std::vector<uint32_t>> tokens;
   for (const auto& p : prompts) {
     std::vector<uint32_t> ids = {tok.bos_id()};
-    tok.encode_ordinary(p, &ids);
+    if (Status es = tok.encode_ordinary(p, &ids); !es.ok()) {
+      seq->error = es.message();  // the split pattern gave up on this prompt (tokenizer/regex_split.h)
+      return false;
+    }
     tokens.push_back(std::move(ids));
   }
   return core_spans(task.type, std::move(tokens), max_len, seq);
@@ -360,8 +363,8 @@ Status plan_core_task(const Tokenizer& tok, const CoreTask& task, int64_t max_pe
         "CORE task " + task.label + ", item " + task.dataset_uri + ":" + std::to_string(out->data[i].line);
     CoreSequences& seq = out->items[i];
     if (!core_item_sequences(tok, task, out->data, i, max_len, &seq))
-      return Status::error(where + ": the prompt without its continuation does not tokenize to a prefix of the "
-                           "prompt with it (nanochat asserts the same)");
+      return Status::error(where + ": " + (!seq.error.empty() ? seq.error : "the prompt without its continuation "
+                           "does not tokenize to a prefix of the prompt with it (nanochat asserts the same)"));
     if (!seq.answer_fits) continue;  // never scored on a shortened span: counted, and incorrect
     for (size_t c = 0; c < seq.tokens.size(); c++)
       if (seq.start[c] < 1 || seq.start[c] >= seq.end[c])
@@ -443,8 +446,8 @@ Status evaluate_core_item(Gpt& gpt, const Tokenizer& tok, const CoreTask& task, 
   const std::string where = "CORE task " + task.label + ", item " + task.dataset_uri + ":" + std::to_string(data[idx].line);
   CoreSequences& seq = plan.items[idx];
   if (!core_item_sequences(gpt, tok, task, data, idx, &seq))
-    return Status::error(where + ": the prompt without its continuation does not tokenize to a prefix of the prompt "
-                         "with it (nanochat asserts the same)");
+    return Status::error(where + ": " + (!seq.error.empty() ? seq.error : "the prompt without its continuation "
+                         "does not tokenize to a prefix of the prompt with it (nanochat asserts the same)"));
   std::vector<std::vector<float>> losses;
   std::vector<std::vector<int>> pred;
   if (seq.answer_fits) {

@@ -50,6 +50,7 @@ struct CoreSequences {
   std::vector<int64_t> start, end;            // scored span per sequence
   int64_t cropped = 0;                        // most tokens any sequence lost from its left (0: all fit whole)
   bool answer_fits = true;                    // every span kept whole with a token before it (else: unscorable)
+  std::string error;                          // core_item_sequences: why a prompt did not tokenize ("" if it did)
 };
 
 // tokens: the prompts' encodings with BOS prepended. For LM, tokens = {without, with} and the result holds one

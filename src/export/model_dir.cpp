@@ -1,5 +1,7 @@
 #include "export/model_dir.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -38,6 +40,76 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return t + "]";
 }
 
+// The staging directory of an export: PARENT/.NAME.export/, locked while this export runs, the model directory
+// written into its data/ and renamed to out when whole. Removed at the end; a killed export leaves it, the next
+// one clears it.
+class ExportStaging {
+ public:
+  ~ExportStaging() {
+    if (dir_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(data_dir(), ec);
+    std::filesystem::remove_all(dir_ + "/old", ec);
+    std::filesystem::remove(dir_ + "/.lock", ec);
+    std::filesystem::remove(dir_, ec);  // lock_ is released after this body
+  }
+  Status begin(const std::string& out) {
+    namespace fs = std::filesystem;
+    // The real directory (a symlinked --out resolves to its target), so that the staging directory is its
+    // sibling on the same file system and the final rename is a rename, not a cross-device copy.
+    std::error_code cec;
+    fs::path p = fs::weakly_canonical(fs::absolute(fs::path(out)), cec);
+    if (cec) p = fs::absolute(fs::path(out)).lexically_normal();
+    if (!p.has_filename()) p = p.parent_path();
+    const std::string name = p.filename().string();
+    if (name.empty() || name == "." || name == "..")
+      return Status::error("--out " + out + " must name a directory (not / . or ..)");
+    const std::string dir = (p.parent_path() / ("." + name + ".export")).string();
+    FRONTIER_RETURN_IF_ERROR(make_dirs(dir, "--out"));
+    Status s = lock_.acquire(dir, "--out");
+    if (!s.ok()) {
+      if (s.message().find(" is in use ") == std::string::npos) return s;  // not another holder: an I/O error
+      long pid = dir_lock_holder(dir);  // 0 for a moment after the holder locks, before it writes its pid
+      for (int i = 0; i < 50 && pid == 0; i++) {
+        usleep(20000);
+        pid = dir_lock_holder(dir);
+      }
+      return Status::error("--out " + out + " is being written by another frontier export (pid " +
+                           (pid ? std::to_string(pid) : std::string("unknown")) +
+                           "); wait for it to finish, or choose another --out");
+    }
+    dir_ = dir;
+    target_ = p.string();
+    std::error_code ec;
+    fs::remove_all(data_dir(), ec);  // the debris of a killed export
+    fs::remove_all(dir_ + "/old", ec);
+    return ok_status();
+  }
+  std::string data_dir() const { return dir_ + "/data"; }
+  // Renames the finished directory to out; an existing out (the caller checked --force) moves aside first and is
+  // deleted only once the new one is in place.
+  Status publish() {
+    namespace fs = std::filesystem;
+    const std::string& out = target_;
+    std::error_code ec;
+    if (fs::exists(out, ec)) {
+      fs::rename(out, dir_ + "/old", ec);
+      if (ec) return Status::error("cannot move the old " + out + " aside: " + ec.message());
+    }
+    fs::rename(data_dir(), out, ec);
+    if (ec) {
+      std::error_code ec2;
+      fs::rename(dir_ + "/old", out, ec2);  // put the old one back
+      return Status::error("cannot move the new model directory to " + out + ": " + ec.message());
+    }
+    return ok_status();
+  }
+
+ private:
+  std::string dir_, target_;  // the staging directory; the output directory it is moved to
+  DirLock lock_;
+};
+
 }  // namespace
 
 Status export_model(const ExportOptions& o, ExportResult* r) {
@@ -61,14 +133,20 @@ Status export_model(const ExportOptions& o, ExportResult* r) {
   for (int i = 0; i < 2; i++)
     FRONTIER_RETURN_IF_ERROR(read_file(tok_dir + "/" + kTokenizerFiles[i], &tok_bytes[i]));
 
-  FRONTIER_RETURN_IF_ERROR(make_dirs(o.out_dir + "/tokenizer", "--out"));
-  const std::string config_path = o.out_dir + "/config.json";
   std::error_code ec;
-  std::filesystem::remove(config_path,
-                          ec);  // first: a half-rewritten directory is never taken for a whole one
-  if (ec) return Status::error("cannot remove the old " + config_path + ": " + ec.message());
+  if (std::filesystem::exists(o.out_dir, ec) && !std::filesystem::is_directory(o.out_dir, ec))
+    return Status::error("--out " + o.out_dir + " is a file, not a directory; choose another --out");
+  if (!o.force && std::filesystem::exists(o.out_dir, ec) && !std::filesystem::is_empty(o.out_dir, ec))
+    return Status::error("--out " + o.out_dir + " already holds files" +
+                         (file_exists(o.out_dir + "/config.json") ? " (a model directory)" : "") +
+                         "; choose another --out, or pass --force to replace it");
+  ExportStaging staging;
+  FRONTIER_RETURN_IF_ERROR(staging.begin(o.out_dir));
+  const std::string out = staging.data_dir();  // everything below is written here, then renamed to o.out_dir
+  FRONTIER_RETURN_IF_ERROR(make_dirs(out + "/tokenizer", "--out"));
+  const std::string config_path = out + "/config.json";
   for (int i = 0; i < 2; i++)
-    FRONTIER_RETURN_IF_ERROR(write_file_atomic(o.out_dir + "/tokenizer/" + kTokenizerFiles[i], tok_bytes[i]));
+    FRONTIER_RETURN_IF_ERROR(write_file_atomic(out + "/tokenizer/" + kTokenizerFiles[i], tok_bytes[i]));
 
   // Vocabulary rows padded to nanochat's multiple of 64 with zeros; everything else straight from the arena.
   const int64_t V = s.vocab_size, Vp = nanochat_padded_vocab(V);
@@ -89,12 +167,13 @@ Status export_model(const ExportOptions& o, ExportResult* r) {
     ts.push_back({nanochat_name(p.name), shape, w, dt});
   }
   r->shape = s;
+  const std::string safetensors_path = out + "/model.safetensors";
   r->safetensors_path = o.out_dir + "/model.safetensors";
   r->tokenizer_from = tok_dir;
   r->n_tensors = ts.size();
   FRONTIER_RETURN_IF_ERROR(
-      write_safetensors(r->safetensors_path, ts, {{"format", "pt"}, {"producer", "frontier export"}}));
-  r->bytes = std::filesystem::file_size(r->safetensors_path, ec);
+      write_safetensors(safetensors_path, ts, {{"format", "pt"}, {"producer", "frontier export"}}));
+  r->bytes = std::filesystem::file_size(safetensors_path, ec);
   if (ec) r->bytes = 0;
 
   nlohmann::ordered_json j;  // GPTConfig's fields first, in nanochat's order, then Frontier's
@@ -108,8 +187,9 @@ Status export_model(const ExportOptions& o, ExportResult* r) {
                    {"identity", id.to_json()},
                    {"source", o.checkpoint}};
   // Last: its presence marks a complete export. Non-UTF-8 bytes (a path) are shown as U+FFFD.
-  return write_file_atomic(config_path,
-                           j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+  FRONTIER_RETURN_IF_ERROR(write_file_atomic(
+      config_path, j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"));
+  return staging.publish();
 }
 
 Status read_model_dir(const std::string& dir, ModelDir* out) {

@@ -12,9 +12,11 @@
 //   FRONTIER_RETURN_IF_ERROR(import_model(io, &ir));                 // runs/b/config.toml +
 //   runs/b/model.ckpt
 //
-// config.json is written last and removed first, so an interrupted export leaves no directory an import
-// trusts. An fp32 export imports bit-exactly (every weight, so every logit); a bf16 one imports as its bf16
-// values widened. Python: python/frontier_torch.py builds the model in PyTorch from such a directory.
+// An export is written into a staging directory beside DIR (.NAME.export/, locked while it runs) and renamed to DIR
+// when whole: an interrupted or failed export leaves DIR as it was, and a DIR that holds files is replaced only
+// with ExportOptions::force (`--force`). config.json is written last, so a staging directory is never taken for a
+// model directory either. An fp32 export imports bit-exactly (every weight, so every logit); a bf16 one imports as
+// its bf16 values widened. Python: python/frontier_torch.py builds the model in PyTorch from such a directory.
 #pragma once
 
 #include <string>
@@ -31,6 +33,7 @@ struct ExportOptions {
   std::string data;   // dataset whose tokenizer/ to copy ("" = the run's train.data); checked against the
                       // tokenizer identity the checkpoint records
   bool bf16 = false;  // store the weights as bf16 (round to nearest even) instead of fp32
+  bool force = false;  // replace an out_dir that already holds files (without it, that is an error)
 };
 
 struct ExportResult {

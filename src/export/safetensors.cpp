@@ -7,7 +7,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "kernels/gemm.h"  // to_bf16 / from_bf16
+#include "util/bf16.h"
 
 namespace frontier {
 

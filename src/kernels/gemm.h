@@ -26,6 +26,7 @@
 
 #include "kernels/isa.h"
 #include "kernels/precision.h"
+#include "util/bf16.h"  // to_bf16: the rounding packing applies to op(A) and op(B) in bf16
 
 namespace frontier {
 
@@ -95,21 +96,5 @@ void gemm_prepacked_b(Precision p, bool trans_a, int64_t M, int64_t N, int64_t K
 // Same as gemm, with an explicit microkernel (tests run the driver over every tier and odd block sizes).
 void gemm_with(const GemmKernel& bs, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
-
-// fp32 -> bf16, round to nearest even (NaN stays NaN), as vcvtneps2bf16 and torch's .to(bfloat16) do.
-inline uint16_t to_bf16(float f) {
-  uint32_t u;
-  __builtin_memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-inline float from_bf16(uint16_t h) {
-  uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  __builtin_memcpy(&f, &u, 4);
-  return f;
-}
-inline float round_bf16(float f) { return from_bf16(to_bf16(f)); }
 
 }  // namespace frontier

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "model/blocks.h"
+#include "util/rng.h"
 #include "util/status.h"
 
 namespace frontier {
@@ -13,22 +14,6 @@ namespace frontier {
 namespace {
 
 constexpr float kNormEps = std::numeric_limits<float>::epsilon();
-
-struct Rng {  // splitmix64; uniform in [0, 1) and Box-Muller normals
-  uint64_t s;
-  double uniform() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (z >> 11) * (1.0 / 9007199254740992.0);
-  }
-  double normal() {
-    double u1 = uniform(), u2 = uniform();
-    if (u1 < 1e-300) u1 = 1e-300;
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-};
 
 }  // namespace
 

@@ -29,14 +29,6 @@ void gemv(float* out, const float* x, const float* W, int64_t N, int64_t K) {
 
 }  // namespace
 
-double SampleRng::uniform() {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return (z >> 11) * (1.0 / 9007199254740992.0);
-}
-
 Sampler::Sampler(const Gpt& gpt) : gpt_(gpt) {
   const auto& s = gpt.shape();
   kcache_.assign(static_cast<size_t>(s.depth) * s.seq_len * s.n_kv_head * s.head_dim, 0.f);
@@ -140,7 +132,7 @@ void Sampler::push(uint32_t token, std::vector<float>* logits) {
   pos_++;
 }
 
-uint32_t Sampler::sample(const std::vector<float>& logits, float temperature, int top_k, SampleRng* rng) {
+uint32_t Sampler::sample(const std::vector<float>& logits, float temperature, int top_k, Rng* rng) {
   FRONTIER_CHECK(std::isfinite(temperature) && temperature >= 0.f && top_k >= 0);  // the CLI validates user input
   const int64_t V = static_cast<int64_t>(logits.size());
   if (temperature <= 0.f) return static_cast<uint32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());

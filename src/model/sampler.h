@@ -10,7 +10,8 @@
 // Sampling: temperature 0 is greedy (argmax, lowest id on ties); otherwise softmax(logits / temperature) over the
 // top_k largest logits (0 = all). The KV-cache path covers windows, the QK scale, partial RoPE, the value-embedding
 // layout and gate, the MLP width, softcap and a tied head; smear, backout, n-gram tables, the key offset, gated or
-// leaky MLPs and experts run the whole prefix through Gpt::forward instead (same logits, O(T^2) per token). The RNG is a fixed splitmix64, so a seed gives the same text on every machine.
+// leaky MLPs and experts run the whole prefix through Gpt::forward instead (same logits, O(T^2) per token).
+// The RNG is util/rng.h's splitmix64, so a seed gives the same text on every machine.
 // temperature must be finite and >= 0, top_k >= 0 (a CHECK: callers validate user input first).
 #pragma once
 
@@ -18,13 +19,9 @@
 #include <vector>
 
 #include "model/gpt.h"
+#include "util/rng.h"
 
 namespace frontier {
-
-struct SampleRng {  // splitmix64
-  uint64_t s;
-  double uniform();  // [0, 1)
-};
 
 class Sampler {
  public:
@@ -37,7 +34,7 @@ class Sampler {
     pos_ = 0;
     history_.clear();
   }
-  static uint32_t sample(const std::vector<float>& logits, float temperature, int top_k, SampleRng* rng);
+  static uint32_t sample(const std::vector<float>& logits, float temperature, int top_k, Rng* rng);
 
  private:
   const Gpt& gpt_;

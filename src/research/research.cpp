@@ -14,12 +14,14 @@
 #include <sstream>
 #include <string_view>
 
+#include "config/frozen_keys.h"
 #include "config/tomlpp.h"  // not <toml++/toml.h>: see there
 #include "research/chart.h"
 #include "train/train.h"
 #include "util/file.h"
 #include "util/stop_signal.h"
 #include "util/file_lock.h"
+#include "util/rng.h"
 #include "util/subprocess.h"
 
 namespace frontier {
@@ -92,18 +94,6 @@ std::string fmt_value(const toml::node& n) {
   if (auto v = n.as_string()) return v->get();
   return "";
 }
-
-struct Rng {  // splitmix64
-  uint64_t s;
-  double uniform() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (z >> 11) * (1.0 / 9007199254740992.0);
-  }
-  size_t pick(size_t n) { return std::min(n - 1, static_cast<size_t>(uniform() * n)); }
-};
 
 std::string sample_dim(const SpaceDim& d, Rng& r) {
   if (!d.is_range) return d.choices[r.pick(d.choices.size())];
@@ -339,12 +329,15 @@ std::string branch_name(std::string out_dir) {
 
 // git -C repo ARGS (an argument vector: no shell), as "frontier <frontier@localhost>", output captured, 120 s at
 // most. *what: "git ARGS[0] (exit code N): <its last output line>", for an error message.
-Status git(const std::string& repo, const std::vector<std::string>& args, SubprocessResult* r, std::string* what) {
+// index_file: GIT_INDEX_FILE for the call (git_commit's private index), else the repository's own.
+Status git(const std::string& repo, const std::vector<std::string>& args, SubprocessResult* r, std::string* what,
+           const std::string& index_file = "") {
   Subprocess p;
   p.argv = {"git", "-C", repo};
   p.argv.insert(p.argv.end(), args.begin(), args.end());
   p.env = {"GIT_AUTHOR_NAME=frontier", "GIT_AUTHOR_EMAIL=frontier@localhost", "GIT_COMMITTER_NAME=frontier",
            "GIT_COMMITTER_EMAIL=frontier@localhost"};
+  if (!index_file.empty()) p.env.push_back("GIT_INDEX_FILE=" + index_file);
   p.stderr_to_stdout = true;
   p.max_output = 64 << 10;
   p.timeout_s = 120;
@@ -357,21 +350,56 @@ Status git(const std::string& repo, const std::vector<std::string>& args, Subpro
   return ok_status();
 }
 
-Status git_commit(const std::string& repo, const std::string& branch, const std::string& toml,
-                  const std::string& msg) {
+// Commits toml as frontier_best.toml on `branch` without touching the user's checkout: git's plumbing with a private
+// index file in the session directory (read-tree of the branch's tip, or of HEAD for a new branch; update-index;
+// write-tree; commit-tree; update-ref with the old tip, so a concurrent change of the branch fails instead of being
+// overwritten). The user's HEAD, current branch, index (staged work) and working tree are never read or written,
+// which a `git checkout` + `git commit` in their repository did (it committed their staged work and left them on the
+// research branch). It also works in a repository without commits, where a `git worktree` cannot be made.
+Status git_commit(const std::string& repo, const std::string& session_dir, const std::string& branch,
+                  const std::string& toml, const std::string& msg) {
   SubprocessResult r;
   std::string what;
   const std::string where = "git mode: in " + repo + ": ";
-  FRONTIER_RETURN_IF_ERROR(git(repo, {"checkout", "-q", branch}, &r, &what));
-  if (!r.ok()) {
-    FRONTIER_RETURN_IF_ERROR(git(repo, {"checkout", "-q", "-b", branch}, &r, &what));
+  const std::string dir = std::filesystem::absolute(session_dir).string();
+  const std::string index = dir + "/git.index", file = dir + "/frontier_best.toml";
+  auto out_of = [&] {
+    std::string o = r.out;
+    while (!o.empty() && (o.back() == '\n' || o.back() == '\r')) o.pop_back();
+    return o;
+  };
+  auto step = [&](const std::vector<std::string>& args, std::string* out, const std::string& idx = "") -> Status {
+    FRONTIER_RETURN_IF_ERROR(git(repo, args, &r, &what, idx));
     if (!r.ok()) return Status::error(where + what);
+    if (out) *out = out_of();
+    return ok_status();
+  };
+  // The parent: the branch's tip, else (a new branch) HEAD, else none (a repository without commits).
+  std::string tip, parent;
+  FRONTIER_RETURN_IF_ERROR(git(repo, {"rev-parse", "--verify", "--quiet", "refs/heads/" + branch}, &r, &what));
+  if (r.ok()) tip = parent = out_of();
+  if (parent.empty()) {
+    FRONTIER_RETURN_IF_ERROR(git(repo, {"rev-parse", "--verify", "--quiet", "HEAD^{commit}"}, &r, &what));
+    if (r.ok()) parent = out_of();
   }
-  FRONTIER_RETURN_IF_ERROR(write_file_atomic(repo + "/frontier_best.toml", toml));
-  FRONTIER_RETURN_IF_ERROR(git(repo, {"add", "frontier_best.toml"}, &r, &what));
-  if (!r.ok()) return Status::error(where + what);
-  FRONTIER_RETURN_IF_ERROR(git(repo, {"commit", "-q", "-m", msg}, &r, &what));
-  if (!r.ok()) return Status::error(where + what);
+  FRONTIER_RETURN_IF_ERROR(write_file_atomic(file, toml));
+  std::string blob, tree, commit;
+  FRONTIER_RETURN_IF_ERROR(step({"hash-object", "-w", "--", file}, &blob));
+  std::remove(index.c_str());
+  FRONTIER_RETURN_IF_ERROR(step(parent.empty() ? std::vector<std::string>{"read-tree", "--empty"}
+                                               : std::vector<std::string>{"read-tree", parent},
+                                nullptr, index));
+  FRONTIER_RETURN_IF_ERROR(
+      step({"update-index", "--add", "--cacheinfo", "100644," + blob + ",frontier_best.toml"}, nullptr, index));
+  FRONTIER_RETURN_IF_ERROR(step({"write-tree"}, &tree, index));
+  std::remove(index.c_str());
+  std::vector<std::string> ct = {"commit-tree", tree, "-m", msg};
+  if (!parent.empty()) ct.insert(ct.end(), {"-p", parent});
+  FRONTIER_RETURN_IF_ERROR(step(ct, &commit));
+  // The old value: the tip read above, or "" (the branch must not exist yet).
+  FRONTIER_RETURN_IF_ERROR(step({"update-ref", "-m", "frontier research", "refs/heads/" + branch, commit,
+                                 tip.empty() ? std::string(40, '0') : tip},
+                                nullptr));
   return ok_status();
 }
 
@@ -452,8 +480,8 @@ int json_depth(std::string_view s) {
 }  // namespace
 
 bool is_frozen_key(const std::string& k) {
-  return k.rfind("eval.", 0) == 0 || k == "train.data" || k == "train.budget_seconds" || k == "train.max_steps" ||
-         k == "train.warmup_steps_excluded" || k == "train.run_dir" || k == "train.peak_gflops";
+  const FrozenKey* f = frozen_key(k);  // config/frozen_keys.h: the one list, shared with the arena
+  return f && f->research;
 }
 
 Status load_space(const std::string& path, std::vector<SpaceDim>* out) {
@@ -552,9 +580,14 @@ Status run_research(const ResearchOptions& opt) {
   ConfigSchema schema = train_schema();
   Config base = schema.defaults();
   FRONTIER_RETURN_IF_ERROR(schema.load_toml(o.base, &base));
-  for (const auto& [k, v] : base.values())
-    if (k.rfind("eval.", 0) == 0 && !(v == schema.defaults().values().at(k)))
-      return Status::error(o.base + ": sets " + k + ", which the frozen evaluator does not allow; remove it");
+  // The base may name its data, run dir, budget and peak (the loop overrides or only reports them), but not a key
+  // that survives into every trial and changes what the budget buys (a probe step time of its own, its own mode).
+  for (const auto& [k, v] : base.values()) {
+    const FrozenKey* f = frozen_key(k);
+    if (f && f->research && !(v == schema.defaults().values().at(k)) && k != "train.data" && k != "train.run_dir" &&
+        k != "train.budget_seconds" && k != "train.peak_gflops")
+      return Status::error(o.base + ": sets " + k + ", which research does not allow (" + f->why + "); remove it");
+  }
   for (const auto& kv : o.extra_sets) {
     std::string k = kv.substr(0, kv.find('='));
     if (is_frozen_key(k)) return Status::error("--set " + kv + ": " + k + " is frozen by the evaluator");
@@ -716,7 +749,7 @@ Status run_research(const ResearchOptions& opt) {
     if (keep && !o.git_repo.empty()) {
       Config c = base;
       for (const auto& [k, v] : set) schema.apply_set(k + "=" + v, &c);
-      FRONTIER_RETURN_IF_ERROR(git_commit(o.git_repo, branch, c.to_toml(),
+      FRONTIER_RETURN_IF_ERROR(git_commit(o.git_repo, o.out_dir, branch, c.to_toml(),
                                           "frontier research: val_bpb " + std::to_string(r.val_bpb) + ": " + desc));
     }
     return ok_status();

@@ -21,9 +21,11 @@
 //
 // Noise-aware keep rule: the base config runs `repeats` times first (different seeds); spread = max - min of
 // those val_bpb. A trial is kept only if val_bpb < best - max(spread, min_delta).
-// Frozen evaluation: keys that change the metric, the validation data or the budget accounting (eval.*,
-// train.data, train.budget_seconds, train.max_steps, train.warmup_steps_excluded, train.run_dir) cannot appear in
-// the space or in a proposal; such proposals are recorded as "rejected" and never run.
+// Frozen evaluation: keys that change the metric, the validation data or the budget accounting (the one list in
+// config/frozen_keys.h, shared with the arena: eval.*, train.data, train.budget_seconds, train.max_steps,
+// train.warmup_steps_excluded, train.budget_mode, train.probe_step_seconds, train.run_dir, train.peak_gflops)
+// cannot appear in the space, in --set or in a proposal; such proposals are recorded as "rejected" and never run.
+// The base config may not set the ones that would reach every trial (the budget mode, the probe step time, eval.*).
 #pragma once
 
 #include <map>
@@ -48,7 +50,7 @@ struct SpaceDim {
 //   ["model.depth"]      choices = [2, 3]
 // Unknown keys (against train_schema) and frozen keys are errors.
 Status load_space(const std::string& path, std::vector<SpaceDim>* out);
-bool is_frozen_key(const std::string& key);
+bool is_frozen_key(const std::string& key);  // frozen_key(key) with research set (config/frozen_keys.h)
 
 struct ResearchOptions {
   std::string base, space, out_dir;
@@ -60,7 +62,8 @@ struct ResearchOptions {
   int repeats = 2;                  // base-config repeats that measure the seed-to-seed spread
   double min_delta = 0.0;           // the keep threshold is max(spread, min_delta)
   uint64_t seed = 1;
-  std::string git_repo;             // git mode: commit each kept config to this repository
+  std::string git_repo;             // git mode: commit each kept config to branch frontier/research-<session> of this
+                                    // repository, through a private index (its checkout, index and HEAD untouched)
   std::string data;                 // overrides train.data of the base (optional)
   std::vector<std::string> extra_sets;  // applied to every trial (e.g. model.vocab_size for a dataset)
   std::string frontier_bin;         // the frontier executable to run trials with (default /proc/self/exe)

@@ -36,10 +36,10 @@ struct PairHash {
 
 BpeTrainer::BpeTrainer(const std::string& pattern) : pattern_(pattern) { status_ = splitter_.compile(pattern); }
 
-void BpeTrainer::add_document(std::string_view text) {
+Status BpeTrainer::add_document(std::string_view text) {
   FRONTIER_CHECK(status_.ok());
   n_bytes_ += text.size();
-  splitter_.for_each(text, [&](std::string_view piece) {
+  return splitter_.for_each(text, [&](std::string_view piece) {
     auto it = counts_.find(piece);
     if (it != counts_.end()) {
       it->second++;
@@ -49,20 +49,18 @@ void BpeTrainer::add_document(std::string_view text) {
   });
 }
 
-void BpeTrainer::add_documents(const std::vector<std::string>& docs) {
+Status BpeTrainer::add_documents(const std::vector<std::string>& docs, size_t* failed) {
   FRONTIER_CHECK(status_.ok());
-  int nt = omp_get_max_threads();
-  if (nt <= 1 || docs.size() < 2) {
-    for (const auto& d : docs) add_document(d);
-    return;
-  }
+  // Counted apart and merged only when every document split, so that a failed batch counts nothing.
+  const int nt = std::max(1, std::min(omp_get_max_threads(), static_cast<int>(docs.size())));
   std::vector<PieceCounts> local(nt);
+  std::vector<Status> errors(docs.size());  // the split's error per document (empty unless it failed)
 #pragma omp parallel num_threads(nt)
   {
     PieceCounts& mine = local[omp_get_thread_num()];
 #pragma omp for schedule(dynamic, 1)
     for (size_t i = 0; i < docs.size(); i++) {
-      splitter_.for_each(docs[i], [&](std::string_view piece) {
+      errors[i] = splitter_.for_each(docs[i], [&](std::string_view piece) {
         auto it = mine.find(piece);
         if (it != mine.end()) {
           it->second++;
@@ -72,7 +70,17 @@ void BpeTrainer::add_documents(const std::vector<std::string>& docs) {
       });
     }
   }
+  for (size_t i = 0; i < docs.size(); i++) {  // the first failure in document order, whatever the threads did
+    if (!errors[i].ok()) {
+      if (failed) *failed = i;
+      return errors[i];
+    }
+  }
   for (const auto& d : docs) n_bytes_ += d.size();
+  if (counts_.empty() && nt == 1) {  // the first batch on one thread: no merge needed
+    counts_.swap(local[0]);
+    return ok_status();
+  }
   for (auto& m : local) {
     for (auto& [k, v] : m) {
       auto it = counts_.find(k);
@@ -83,6 +91,7 @@ void BpeTrainer::add_documents(const std::vector<std::string>& docs) {
       }
     }
   }
+  return ok_status();
 }
 
 Status BpeTrainer::train(uint32_t vocab_size, const std::vector<std::string>& specials, Tokenizer* out,

@@ -1,7 +1,7 @@
 // Byte-level BPE training with the incremental pair-count algorithm (as nanochat's rustbpe and HF tokenizers).
 //
 //   BpeTrainer trainer(kNanochatPattern);          // 1. count the pieces of the training text
-//   for (const auto& doc : docs) trainer.add_document(doc);   // (add_documents for a batch, in parallel)
+//   for (const auto& doc : docs) FRONTIER_RETURN_IF_ERROR(trainer.add_document(doc));   // (or add_documents)
 //   Tokenizer tok;                                 // 2. merge until vocab_size, specials appended after merges
 //   FRONTIER_RETURN_IF_ERROR(trainer.train(8192, default_special_tokens(), &tok));
 //
@@ -32,8 +32,12 @@ class BpeTrainer {
   explicit BpeTrainer(const std::string& pattern);
   Status status() const { return status_; }  // pattern compile result
 
-  void add_document(std::string_view text);                    // text: valid UTF-8
-  void add_documents(const std::vector<std::string>& docs);    // parallel (OpenMP) over documents
+  // text: valid UTF-8. An error when the split pattern fails on it (tokenizer/regex_split.h); the pieces before the
+  // failure were counted.
+  Status add_document(std::string_view text);
+  // Parallel (OpenMP) over documents. On an error, *failed (if given) is the index of the first document that
+  // failed, and no document of the batch is counted.
+  Status add_documents(const std::vector<std::string>& docs, size_t* failed = nullptr);
   uint64_t n_unique_pieces() const { return counts_.size(); }
   uint64_t n_bytes() const { return n_bytes_; }
 

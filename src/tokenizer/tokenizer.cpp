@@ -162,7 +162,8 @@ Status Tokenizer::load(const std::string& dir) {
   }
   std::sort(specials.begin(), specials.end(), [](auto& a, auto& b) { return a.second < b.second; });
   Tokenizer t;
-  FRONTIER_RETURN_IF_ERROR(create(std::move(ranks), j["pattern"].get<std::string>(), specials, &t));
+  if (Status s = create(std::move(ranks), j["pattern"].get<std::string>(), specials, &t); !s.ok())
+    return Status::error(dir + ": " + s.message());
   if (j.contains("vocab_size") &&
       (!j["vocab_size"].is_number_unsigned() || j["vocab_size"].get<uint64_t>() != t.vocab_size()))
     return Status::error(meta_path + ": vocab_size " + j["vocab_size"].dump() +
@@ -244,8 +245,8 @@ std::string Tokenizer::fingerprint() const {
 
 int64_t Tokenizer::rank_of(std::string_view b) const { return table_->find(ranks_, b); }
 
-void Tokenizer::encode_ordinary(std::string_view text, std::vector<uint32_t>* out) const {
-  splitter_->for_each(text, [&](std::string_view piece) { encode_piece(piece, out); });
+Status Tokenizer::encode_ordinary(std::string_view text, std::vector<uint32_t>* out) const {
+  return splitter_->for_each(text, [&](std::string_view piece) { encode_piece(piece, out); });
 }
 
 void Tokenizer::encode_piece(std::string_view piece, std::vector<uint32_t>* out) const {

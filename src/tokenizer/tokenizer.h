@@ -8,7 +8,7 @@
 //   Tokenizer tok;
 //   FRONTIER_RETURN_IF_ERROR(tok.load("data/default/tokenizer"));
 //   std::vector<uint32_t> ids;
-//   tok.encode_ordinary("Hello world", &ids);
+//   FRONTIER_RETURN_IF_ERROR(tok.encode_ordinary("Hello world", &ids));
 //   std::string back = tok.decode(ids);     // byte-exact: "Hello world"
 //
 // On disk (a directory):
@@ -55,8 +55,9 @@ class Tokenizer {
   // Reads just a tiktoken rank file (e.g. OpenAI's cl100k_base.tiktoken).
   static Status read_rank_file(const std::string& path, std::vector<std::string>* ranks);
 
-  // text must be valid UTF-8. Appends to *out.
-  void encode_ordinary(std::string_view text, std::vector<uint32_t>* out) const;
+  // text must be valid UTF-8. Appends to *out. An error when the split pattern fails on this text (PCRE2 gave up,
+  // or bytes fell in no piece: tokenizer/regex_split.h); *out then holds the tokens of the pieces before it.
+  Status encode_ordinary(std::string_view text, std::vector<uint32_t>* out) const;
   // The BPE of one piece (no splitting); exposed for tests.
   void encode_piece(std::string_view piece, std::vector<uint32_t>* out) const;
   std::string decode(std::span<const uint32_t> ids) const;  // specials decode to their names

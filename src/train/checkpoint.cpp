@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "util/file.h"
 #include "util/sha256.h"
@@ -68,6 +69,16 @@ Status load_checkpoint(const std::string& path, std::string* config, std::string
   st->resize(ns);
   if (nw) std::memcpy(w->data(), p, 4 * nw);  // an empty vector's data() may be null: memcpy(null, ..., 0) is UB
   if (ns) std::memcpy(st->data(), p + 4 * nw, 4 * ns);
+  // The counts of the metadata are counts: a negative step (or time, or tokens) is a file written by something
+  // else or edited, and a resume from it would plan the wrong number of steps.
+  const nlohmann::json j = nlohmann::json::parse(*meta, nullptr, false);
+  if (j.is_object()) {
+    for (const char* key : {"step", "optimizer_steps", "tokens", "training_seconds"}) {
+      auto it = j.find(key);
+      if (it != j.end() && it->is_number() && !(it->get<double>() >= 0))
+        return bad(std::string("its metadata says ") + key + " " + it->dump() + ", which cannot be negative");
+    }
+  }
   return ok_status();
 }
 

@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "calibrate/calibrate.h"
+#include "config/frozen_keys.h"
 #include "kernels/isa.h"
 #include "data/dataset.h"
 #include "data/loader.h"
@@ -36,6 +37,7 @@
 #include "train/memory.h"
 #include "train/recipe.h"
 #include "train/schedule.h"
+#include "train/settings.h"
 #include "util/file.h"
 #include "util/file_lock.h"
 #include "util/sha256.h"
@@ -457,6 +459,7 @@ class TrainRun {
   int stop_signal_ = 0;
   std::string not_saved_;
   std::vector<float> mtp_base_;  // model.mtp_heads > 0: train.mtp_weights (before the anneal)
+  TrainSettings set_;            // the train.* and eval.* keys, typed
   Recipe recipe_;                // the optim.* and schedule keys, typed
   std::vector<float> ema_;       // train.ema_decay > 0: the weights' moving average (the whole arena)
   int64_t accum_now_ = 0;        // this step's micro-batches (train.batch_warmup_ratio; else accum_)
@@ -504,7 +507,7 @@ Status TrainRun::setup() {
   flops_per_token_ = gpt_->flops_per_token();
   // Training needs only the compute peak: a bandwidth of 1 (unused) spares the seconds of a triad measurement.
   // Under mpirun the peak is the job's: R ranks' threads.
-  const Ceilings ceil = machine_ceilings(threads_, prec_, cfg_.get_float("train.peak_gflops"), 1.0);
+  const Ceilings ceil = machine_ceilings(threads_, prec_, set_.peak_gflops, 1.0);
   peak_ = ceil.peak_gflops * comm_.size();
   peak_unit_ = ceil.unit;
   const std::string peak_src = ceil.source == "given"           ? "train.peak_gflops"
@@ -520,9 +523,9 @@ Status TrainRun::setup() {
               gpt_->n_params() / 1e6, n_matrix / 1e6, n_emb / 1e6, n_head / 1e6, static_cast<long long>(n_scalar));
   std::printf("%s\n", kernels_banner().c_str());
   std::string why;
-  if (cfg_.get_string("train.precision") == "auto") fastest_precision(&why);
+  if (set_.precision == "auto") fastest_precision(&why);
   std::printf("precision: %s (train.precision = %s%s)\n", precision_name(prec_),
-              cfg_.get_string("train.precision").c_str(), why.empty() ? "" : (": " + why).c_str());
+              set_.precision.c_str(), why.empty() ? "" : (": " + why).c_str());
   if (comm_.distributed())
     std::printf("ranks: %d x %d threads (mpirun); %d data streams; optimizer %s; gradients %s, %s; comm timeout "
                 "%.0fs\n", comm_.size(), threads_, streams_,
@@ -551,31 +554,32 @@ Status TrainRun::setup() {
 // Everything a rank can check and build on its own: config, data, memory, model, optimizer, loaders.
 Status TrainRun::setup_local() {
   FRONTIER_RETURN_IF_ERROR(train_schema().validate(cfg_));
+  FRONTIER_RETURN_IF_ERROR(read_train_settings(cfg_, &set_));
   // The vocabulary belongs to the data: model.vocab_size = 0 (the default) takes the prepared tokenizer's, and the
   // resolved value is what config.toml and the checkpoint record.
-  FRONTIER_RETURN_IF_ERROR(data_.open(cfg_.get_string("train.data")));
+  FRONTIER_RETURN_IF_ERROR(data_.open(set_.data));
   const int64_t data_vocab = static_cast<int64_t>(data_.tokenizer().vocab_size());
   if (cfg_.get_int("model.vocab_size") == 0) cfg_.set("model.vocab_size", data_vocab);
   FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg_, &shape_));
-  FRONTIER_RETURN_IF_ERROR(parse_mtp_weights(cfg_.get_string("train.mtp_weights"), shape_.arch.mtp_heads, &mtp_base_));
+  FRONTIER_RETURN_IF_ERROR(parse_mtp_weights(set_.mtp_weights, shape_.arch.mtp_heads, &mtp_base_));
   const int R = comm_.size();
-  budget_ = cfg_.get_float("train.budget_seconds");
-  B_ = static_cast<int>(cfg_.get_int("train.micro_batch"));
+  budget_ = set_.budget_seconds;
+  B_ = static_cast<int>(set_.micro_batch);
   T_ = shape_.seq_len;
   const int64_t per_micro = int64_t(B_) * T_ * R;  // tokens of one micro-step over all ranks
-  total_ = cfg_.get_int("train.total_batch_tokens");
+  total_ = set_.total_batch_tokens;
   if (total_ == 0) total_ = per_micro;
   if (total_ % per_micro != 0)
     return Status::error("train.total_batch_tokens " + std::to_string(total_) + " is not divisible by micro_batch * "
                          "seq_len" + (R > 1 ? " * ranks" : "") + " = " + std::to_string(per_micro) +
                          " (choose a multiple)");
   accum_ = total_ / per_micro;
-  streams_ = static_cast<int>(cfg_.get_int("train.data_streams"));
+  streams_ = static_cast<int>(set_.data_streams);
   if (streams_ == 0) streams_ = R;
   if (streams_ % R != 0)
     return Status::error("train.data_streams = " + std::to_string(streams_) + " is not a multiple of the " +
                          std::to_string(R) + " ranks (each rank reads the same number of streams)");
-  threads_ = static_cast<int>(cfg_.get_int("train.threads"));
+  threads_ = static_cast<int>(set_.threads);
   const int cpus = affinity_cpus();
   if (threads_ == 0 && comm_.distributed()) {
     // All cores shared by this host's ranks, within what mpirun bound this rank to.
@@ -594,8 +598,8 @@ Status TrainRun::setup_local() {
                          std::to_string(data_vocab) + " or leave it unset (0: the data's)");
   identity_ = RunIdentity::of(data_);
   FRONTIER_RETURN_IF_ERROR(data_.open_split("train", &train_shards_));
-  FRONTIER_RETURN_IF_ERROR(resolve_precision(cfg_.get_string("train.precision"), &prec_));
-  FRONTIER_RETURN_IF_ERROR(parse_comm_dtype(cfg_.get_string("train.comm_dtype"), &comm_dtype_));
+  FRONTIER_RETURN_IF_ERROR(resolve_precision(set_.precision, &prec_));
+  FRONTIER_RETURN_IF_ERROR(parse_comm_dtype(set_.comm_dtype, &comm_dtype_));
   FRONTIER_RETURN_IF_ERROR(read_recipe(cfg_, prec_, &recipe_));
   if (recipe_.batch_warmup > 0 && accum_ < 2 * (streams_ / R))
     return Status::error("train.batch_warmup_ratio needs gradient accumulation to grow the batch, but a step has " +
@@ -604,32 +608,35 @@ Status TrainRun::setup_local() {
                          " (2 micro-batches of micro_batch x seq_len per data stream)");
 
   // Refuse what cannot fit before allocating anything large (every rank on this host needs its share).
-  mem_ = estimate_train_memory(shape_, B_, cfg_.get_int("eval.batch"));
+  mem_ = estimate_train_memory(shape_, B_, set_.eval_batch);
   const double avail = available_memory_bytes();
   const int here = comm_.distributed() ? local_ranks() : 1;
   if (avail > 0 && mem_.total() * here > avail) {
     const bool acts = mem_.activations_bytes > mem_.params_bytes;
+    // The activations are the larger batch's: the evaluation's when eval.batch exceeds the micro-batch.
+    const bool eval_acts = acts && set_.eval_batch > B_;
     char buf[512];
     std::snprintf(buf, sizeof(buf), "this config needs about %s%s, but %.2f GB of memory is available; lower %s",
                   mem_.describe().c_str(), here > 1 ? (" per rank x " + std::to_string(here) + " ranks on this "
                   "host").c_str() : "", avail / 1e9,
-                  acts ? "train.micro_batch (activations; keep the batch with train.total_batch_tokens) or "
-                         "model.seq_len"
-                       : "model.depth or model.dim (parameters)");
+                  eval_acts ? "eval.batch (the validation's sequences per forward; activations)"
+                  : acts    ? "train.micro_batch (activations; keep the batch with train.total_batch_tokens) or "
+                              "model.seq_len"
+                            : "model.depth or model.dim (parameters)");
     return Status::error(buf);
   }
 
   gpt_ = std::make_unique<Gpt>(shape_);
-  gpt_->init_nanochat(static_cast<uint64_t>(cfg_.get_int("train.seed")));
+  gpt_->init_nanochat(static_cast<uint64_t>(set_.seed));
   const OptimConfig& oc = recipe_.optim;
   optim_ = std::make_unique<Optimizer>(*gpt_, oc);
   if (recipe_.ema_decay > 0) ema_ = gpt_->weights();
-  sharded_ = comm_.distributed() && cfg_.get_bool("train.shard_optimizer");
+  sharded_ = comm_.distributed() && set_.shard_optimizer;
   if (sharded_) {
     plan_ = plan_optimizer_shards(gpt_->params(), R, oc.ns_steps);
     optim_->set_owned_range(plan_.lo(comm_.rank()), plan_.hi(comm_.rank()));
   }
-  overlap_ = comm_.distributed() && cfg_.get_bool("train.overlap_comm");
+  overlap_ = comm_.distributed() && set_.overlap_comm;
   exchange_.init(&comm_, gpt_->grads().data(), static_cast<int64_t>(gpt_->grads().size()),
                  sharded_ ? plan_.begin : std::vector<int64_t>(), comm_dtype_);
 
@@ -637,7 +644,7 @@ Status TrainRun::setup_local() {
     LoaderConfig lc;
     lc.B = B_;
     lc.T = T_;
-    lc.seed = static_cast<uint64_t>(cfg_.get_int("train.seed"));
+    lc.seed = static_cast<uint64_t>(set_.seed);
     lc.rank = st;
     lc.world = streams_;
     loaders_.emplace_back();
@@ -685,28 +692,37 @@ Status TrainRun::check_ranks_agree() {
 // the budget into train.max_steps. Weights and optimizer state are then reset to the seed's initialisation, and the
 // resolved figures go into the config that config.toml and the checkpoint record (a resume trains the same steps).
 Status TrainRun::probe() {
-  const std::string mode = cfg_.get_string("train.budget_mode");
-  if (mode == "wall") return ok_status();
-  if (mode != "probe") return comm_.share(Status::error("train.budget_mode = '" + mode + "' is not wall or probe"));
-  double t = cfg_.get_float("train.probe_step_seconds");
+  if (set_.budget_mode == BudgetMode::kWall) return ok_status();
+  double t = set_.probe_step_seconds;
   probe_measured_ = t == 0;
-  if (probe_measured_) {
+  // A supplied step time (--set, a config, research's or the advisor's shared probe) is checked against one timed
+  // step (after one warm-up) and refused when far below it (config/frozen_keys.h: 1e-7 s would plan tens of
+  // millions of steps); the check's margin is wide enough for one step's noise on a loaded machine.
+  {
+    const double supplied = t;
     StepTimes st;
-    time_random_steps(*gpt_, *optim_, prec_, B_, T_, accum_, 2, 5, &st);
+    time_random_steps(*gpt_, *optim_, prec_, B_, T_, accum_, probe_measured_ ? 2 : 1, probe_measured_ ? 5 : 1, &st);
     std::vector<double> times;
     for (size_t i = 0; i < st.fb.size(); i++) times.push_back(st.fb[i] + st.opt[i]);
+    const double fastest = *std::min_element(times.begin(), times.end());
     std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
     t = times[times.size() / 2];
     FRONTIER_RETURN_IF_ERROR(comm_.bcast(&t, sizeof(t), "the probe's step time"));
-    gpt_->init_nanochat(static_cast<uint64_t>(cfg_.get_int("train.seed")));  // as if the probe never ran
+    gpt_->init_nanochat(static_cast<uint64_t>(set_.seed));  // as if the probe never ran
     optim_->set_owned_range(optim_->owned_lo(), optim_->owned_hi());
     optim_->set_steps(0);
+    if (!probe_measured_) {
+      FRONTIER_RETURN_IF_ERROR(comm_.share(check_probe_step_seconds(supplied, fastest)));
+      t = supplied;
+    }
   }
   int64_t steps = std::max<int64_t>(1, static_cast<int64_t>(budget_ / t));
-  const int64_t cap = cfg_.get_int("train.max_steps");
+  const int64_t cap = set_.max_steps;
   if (cap > 0) steps = std::min(steps, cap);
-  cfg_.set("train.probe_step_seconds", t);
+  cfg_.set("train.probe_step_seconds", t);  // config.toml and the checkpoint record them
   cfg_.set("train.max_steps", steps);
+  set_.probe_step_seconds = t;
+  set_.max_steps = steps;
   probe_step_s_ = t;
   std::printf("budget: probe mode: %.4f s per step (%s) -> %lld steps for %.1f s\n", t,
               probe_measured_ ? "median of 5 after 2 warm-up, measured now" : "train.probe_step_seconds",
@@ -722,7 +738,7 @@ Status TrainRun::reserve_run_dir() {
     run_dir_ = opt_.resume_dir;
     return lock_.acquire(run_dir_, "train --resume");
   }
-  run_dir_ = cfg_.get_string("train.run_dir");
+  run_dir_ = set_.run_dir;
   if (run_dir_.empty()) {
     char stamp[64];
     std::time_t now = std::time(nullptr);
@@ -925,11 +941,11 @@ Status TrainRun::exchange_gradients(double* loss_sum) {
 
 Status TrainRun::run_steps() {
   if (eval_only_) return ok_status();
-  const int64_t excluded = cfg_.get_int("train.warmup_steps_excluded");
-  const int64_t max_steps = cfg_.get_int("train.max_steps");
-  const bool probe_mode = cfg_.get_string("train.budget_mode") == "probe";  // the step count alone ends the run
-  const double ckpt_secs = cfg_.get_float("train.checkpoint_every_seconds");
-  const int64_t ckpt_steps = cfg_.get_int("train.checkpoint_every_steps");
+  const int64_t excluded = set_.warmup_steps_excluded;
+  const int64_t max_steps = set_.max_steps;
+  const bool probe_mode = set_.budget_mode == BudgetMode::kProbe;  // the step count alone ends the run
+  const double ckpt_secs = set_.checkpoint_every_seconds;
+  const int64_t ckpt_steps = set_.checkpoint_every_steps;
   const int R = comm_.size();
   std::vector<int32_t> x(int64_t(B_) * T_), y(int64_t(B_) * T_);
   FILE* log = nullptr;  // rank 0's; append-only; resume trims it back to the checkpoint
@@ -961,7 +977,7 @@ Status TrainRun::run_steps() {
                              : nullptr);  // rank 0 speaks for the job
   comm_.reset_stats();
   gpt_->moe_totals() = {};  // the routing of this run's steps (not the probe's)
-  const int64_t bucket_bytes = static_cast<int64_t>(cfg_.get_float("train.comm_bucket_mb") * 1e6);
+  const int64_t bucket_bytes = static_cast<int64_t>(set_.comm_bucket_mb * 1e6);
   // Benchmarks (scripts/bench_dist.sh): alternate the exchange's form step by step, so that both forms are timed
   // under the same (drifting) load of a shared machine: "overlap" (odd steps overlapped; results unchanged) or
   // "bf16" (odd steps in bf16).
@@ -1059,7 +1075,7 @@ Status TrainRun::run_steps() {
     // Rank 0 decides for the job (its clock is the budget's): stop, checkpoint now; any rank's signal stops all.
     int64_t decide[3] = {0, 0, StopSignals::received()};  // stop, checkpoint, signal
     if (root()) {
-      const bool by_budget = cfg_.get_string("train.budget_mode") == "wall";  // probe: the step count alone
+      const bool by_budget = set_.budget_mode == BudgetMode::kWall;  // probe: the step count alone
       decide[0] = (by_budget && step_ > excluded && training_time_ >= budget_) ||
                   (max_steps > 0 && step_ >= max_steps);
       decide[1] = (ckpt_steps > 0 && step_ % ckpt_steps == 0) || (ckpt_secs > 0 && since(last_ckpt) >= ckpt_secs);
@@ -1132,7 +1148,7 @@ Status TrainRun::evaluate() {
   auto t_eval = Clock::now();
   // The weights are on disk (or the failure is recorded): a kill now loses only the evaluation, which
   // `frontier train --resume` re-runs.
-  Status s = evaluate_bpb(*gpt_, data_, cfg_.get_int("eval.tokens"), static_cast<int>(cfg_.get_int("eval.batch")), T_,
+  Status s = evaluate_bpb(*gpt_, data_, set_.eval_tokens, static_cast<int>(set_.eval_batch), T_,
                           &bpb_, "val", nullptr, &bpb_se_);
   eval_s_ = since(t_eval);
   if (!s.ok())
@@ -1161,7 +1177,7 @@ void TrainRun::fill_summary(TrainSummary* out) {
   // Tokens/s over the counted steps; a run shorter than the excluded warm-up (e.g. train.max_steps=2) has none, so
   // it reports the speed of all its steps (timed in this process) instead of dividing by zero.
   // With a batch-size warm-up the steps differ in tokens: their mean stands for each.
-  const int64_t counted_steps = step_ - cfg_.get_int("train.warmup_steps_excluded");
+  const int64_t counted_steps = step_ - set_.warmup_steps_excluded;
   const double step_tokens = step_ > 0 ? static_cast<double>(tokens_) / step_ : static_cast<double>(total_);
   s.tokens_per_sec = counted_steps > 0 && training_time_ > 0
                          ? counted_steps * step_tokens / training_time_
@@ -1178,8 +1194,8 @@ void TrainRun::fill_summary(TrainSummary* out) {
   s.not_saved = not_saved_;
   s.ranks = comm_.size();
   s.threads = threads_;
-  s.budget_mode = cfg_.get_string("train.budget_mode");
-  s.probe_step_seconds = cfg_.get_float("train.probe_step_seconds");
+  s.budget_mode = set_.budget_mode == BudgetMode::kProbe ? "probe" : "wall";
+  s.probe_step_seconds = set_.probe_step_seconds;
   if (comm_.distributed() && steps_here_ > 0) s.comm_ms_per_step = 1e3 * comm_.stats().seconds / steps_here_;
   s.data_epochs = 0;
   for (const auto& l : loaders_) s.data_epochs += l.epochs_read() / static_cast<double>(loaders_.size());

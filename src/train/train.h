@@ -104,7 +104,7 @@ Status load_trained_model(const std::string& ckpt_path, Config* cfg, std::unique
 
 // The speed of a training step, on random tokens (speed does not depend on the data): `warmup` untimed steps, then
 // `steps` timed ones, each zero_grad + accum forward/backward micro-batches (fb, seconds) and the optimizer (opt).
-// The probe budget mode (step = fb + opt) and `frontier scale project` (dist/scale_model.h) time steps with it.
+// The probe budget mode (step = fb + opt) and `frontier scale project` (train/step_parts.h) time steps with it.
 // The weights and optimizer state are changed: reset them after.
 struct StepTimes {
   std::vector<double> fb, opt;  // per timed step

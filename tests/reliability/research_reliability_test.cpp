@@ -275,7 +275,11 @@ TEST(ResearchReliability, GitModeRunsNoShell) {
   Outcome log = run_argv({"/usr/bin/git", "-C", repo, "log", "--all", "--format=%D|%s"}, 30);
   EXPECT_NE(log.out.find("frontier/research-s___touch_PWNED_____touch_PWNED__touch_PWNED_|frontier research: "
                          "val_bpb"), std::string::npos) << log.out << log.err;
-  EXPECT_TRUE(std::filesystem::exists(repo + "/frontier_best.toml"));
+  // The best config is committed on the session's branch, never written into the user's checkout.
+  EXPECT_FALSE(std::filesystem::exists(repo + "/frontier_best.toml"));
+  Outcome best = run_argv({"/usr/bin/git", "-C", repo, "show",
+                           "frontier/research-s___touch_PWNED_____touch_PWNED__touch_PWNED_:frontier_best.toml"}, 30);
+  EXPECT_EQ(best.rc, 0) << best.out << best.err;
   EXPECT_FALSE(pwned_under(in.dir));
 }
 

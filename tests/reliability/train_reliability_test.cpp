@@ -315,6 +315,9 @@ TEST(TrainReliability, ConfigsThatCannotFitAreRefusedBeforeAllocating) {
   EXPECT_CLEAN_ERROR(o, "lower model.depth or model.dim (parameters)");
   o = run_argv(train_argv({"--set", "train.micro_batch=1000000", "--set", "train.run_dir=" + dataset() + "/rel_wide"}));
   EXPECT_CLEAN_ERROR(o, "lower train.micro_batch");
+  // The evaluation's batch is the larger one: the message names eval.batch (it once blamed train.micro_batch).
+  o = run_argv(train_argv({"--set", "eval.batch=1000000", "--set", "train.run_dir=" + dataset() + "/rel_eval"}));
+  EXPECT_CLEAN_ERROR(o, "lower eval.batch");
   EXPECT_FALSE(std::filesystem::exists(dataset() + "/rel_deep/model.ckpt"));
 }
 

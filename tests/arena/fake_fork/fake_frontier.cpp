@@ -11,7 +11,16 @@
 //                       with its original), caught only by the causal check (streamed in a fresh process)
 //   unnormalised        serves real log-probabilities + 0.1 (each row sums to e^0.1)
 //   build_fails         does not compile
+// Hostile forks (the scorer must record each as failed and go on with the next submission):
+//   kill_parent         serve-logprobs sends SIGSEGV to the process that started it (the organiser's evaluator)
+//   tokenizer_fifo      train runs, then leaves run/tokenizer/tokenizer.json as a FIFO: its loader blocks forever
+//   tokenizer_endless   train runs, then leaves run/tokenizer/tokenizer.json as a link to /dev/zero: a file that
+//                       never ends, read into memory until the memory runs out
+//   echo_hidden         train runs and saves the data's tokenizer in run/tokenizer; serve-logprobs answers the
+//                       header, then decodes the first request (the hidden text) and prints it as its error
+#include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,18 +61,75 @@ int main(int argc, char** argv) {
   const std::string mode = MODE, cmd = argc > 1 ? argv[1] : "";
   std::vector<std::string> args = {STOCK};
   for (int i = 1; i < argc; i++) args.push_back(argv[i]);
+  auto arg_after = [&](const std::string& flag) {
+    for (int i = 1; i + 1 < argc; i++)
+      if (flag == argv[i]) return std::string(argv[i + 1]);
+    return std::string();
+  };
+  std::string run_dir;
+  for (int i = 1; i < argc; i++)
+    if (std::strncmp(argv[i], "train.run_dir=", 14) == 0) run_dir = argv[i] + 14;
   if (cmd == "train") {
     if (mode == "crash") std::abort();
     if (mode == "overstay")
       for (;;) sleep(1000);
     if (mode == "no_checkpoint") return 0;
     int rc = run(args);
-    if (rc != 0 || mode != "corrupt_checkpoint") return rc;
+    if (rc != 0) return rc;
+    const std::string tok = run_dir + "/tokenizer";
+    if (mode == "tokenizer_fifo" || mode == "tokenizer_endless") {
+      mkdir(tok.c_str(), 0755);
+      std::ofstream(tok + "/tokenizer.tiktoken") << "";
+      if (mode == "tokenizer_fifo") return mkfifo((tok + "/tokenizer.json").c_str(), 0644) == 0 ? 0 : 1;
+      return symlink("/dev/zero", (tok + "/tokenizer.json").c_str()) == 0 ? 0 : 1;
+    }
+    if (mode == "echo_hidden") {
+      mkdir(tok.c_str(), 0755);
+      const std::string data = arg_after("--data") + "/tokenizer";
+      for (const char* f : {"/tokenizer.json", "/tokenizer.tiktoken"}) {
+        std::ifstream in(data + f, std::ios::binary);
+        std::ofstream(tok + f, std::ios::binary) << in.rdbuf();
+      }
+      return 0;
+    }
+    if (mode != "corrupt_checkpoint") return rc;
     for (int i = 1; i < argc; i++)
       if (std::strncmp(argv[i], "train.run_dir=", 14) == 0) {
         std::ofstream(std::string(argv[i] + 14) + "/model.ckpt") << "not a checkpoint";
       }
     return 0;
+  }
+  if (cmd == "serve-logprobs" && mode == "kill_parent") {
+    kill(getppid(), SIGSEGV);
+    return 1;
+  }
+  if (cmd == "serve-logprobs" && mode == "echo_hidden") {
+    // The real header (V, context length), then the first request's tokens as text on stderr.
+    const std::string ckpt = arg_after("--checkpoint"), head = ckpt + ".header";
+    if (run({STOCK, "serve-logprobs", "--checkpoint", ckpt}, "/dev/null", head.c_str()) != 0) return 1;
+    std::ifstream h(head, std::ios::binary);
+    std::string header((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+    std::fwrite(header.data(), 1, header.size(), stdout);
+    std::fflush(stdout);
+    const std::string dir = ckpt.substr(0, ckpt.rfind('/')) + "/tokenizer", text = ckpt + ".text";
+    std::ifstream tj(dir + "/tokenizer.json");
+    std::string meta((std::istreambuf_iterator<char>(tj)), std::istreambuf_iterator<char>());
+    const size_t at = meta.find("\"<|bos|>\":");
+    const uint32_t tok_bos = at == std::string::npos ? ~0u : static_cast<uint32_t>(std::atoi(meta.c_str() + at + 10));
+    std::string ids;  // every request of the call (a batch call reads a file: EOF ends it), less <|bos|>
+    for (uint32_t n; std::fread(&n, 4, 1, stdin) == 1;) {
+      std::vector<uint32_t> tok(n);
+      if (std::fread(tok.data(), 4, n, stdin) != n) return 1;
+      for (size_t i = 0; i < tok.size(); i++)
+        if (i > 0 || tok[0] != tok_bos) ids += std::to_string(tok[i]) + " ";
+    }
+    if (ids.empty()) return 0;  // the call that only asks for the header
+    run({STOCK, "tokenizer", "--dir", dir, "--decode", "--text", ids}, "/dev/null", text.c_str());
+    std::ifstream t(text);
+    std::string hidden((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
+    while (!hidden.empty() && hidden.back() == '\n') hidden.pop_back();
+    std::fprintf(stderr, "error: cannot serve the request %s\n", hidden.c_str());
+    return 1;
   }
   if (cmd == "serve-logprobs" && (mode == "lookahead" || mode == "prefix_cache" || mode == "unnormalised")) {
     // The real server as a coprocess: each request is forwarded as it arrives and its answer altered on the way

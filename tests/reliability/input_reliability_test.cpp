@@ -1,0 +1,131 @@
+// Issue 33 (8): small inputs that were read silently or reported as something else. Each is now a one-line error
+// that names what is wrong: a --config that is a directory (read as an empty config) or /dev/zero (read until "out
+// of memory ... model.depth"), a checkpoint whose metadata says step -7 (resumed), a symbolic link loop ("input not
+// found"), and U+0000 in a document, which a raw NUL refused but a JSON "\u0000" or a Parquet value let through:
+// one rule for every reader now (docs/formats.md "U+0000").
+#include <unistd.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "../train_fixture.h"
+#include "reliability_util.h"
+#include "util/sha256.h"
+
+namespace frontier::testing {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The tiny model of train_fixture.h for two steps into run_dir, plus extra.
+std::vector<std::string> train_argv(const std::string& run_dir, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> a = {frontier_bin(), "train", "--budget", "30", "--data", dataset() + "/data"};
+  for (const char* kv : {"model.vocab_size=400", "model.depth=1", "model.dim=64", "model.head_dim=32",
+                         "model.seq_len=32", "train.micro_batch=4", "eval.tokens=512", "eval.batch=4",
+                         "train.max_steps=2", "train.peak_gflops=100"})
+    a.insert(a.end(), {"--set", kv});
+  a.insert(a.end(), {"--set", "train.run_dir=" + run_dir});
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+Outcome prepare(const std::string& input, const std::string& out) {
+  return run_argv({frontier_bin(), "prepare", "--quiet", "--train", input, "--tokenizer", dataset() + "/data/tokenizer",
+                   "--out", out}, 120);
+}
+
+}  // namespace
+
+TEST(InputReliability, ConfigThatIsADirectoryIsAnError) {
+  std::string d = make_temp_dir("input_cfgdir");
+  fs::create_directories(d + "/configs");
+  // fopen() opens a directory and read() fails: the config was empty, so every default applied.
+  EXPECT_CLEAN_ERROR(run_argv(train_argv(d + "/run", {"--config", d + "/configs"}), 120),
+                     "config " + d + "/configs is a directory, not a TOML file");
+  EXPECT_FALSE(fs::exists(d + "/run/model.ckpt"));
+  fs::remove_all(d);
+}
+
+TEST(InputReliability, UnboundedConfigIsAnErrorNamingTheFile) {
+  // /dev/zero was read until the allocation failed: "out of memory (... model.depth, train.micro_batch ...)". The
+  // address-space limit keeps the old behaviour from taking the machine's memory.
+  std::string d = make_temp_dir("input_cfgzero");
+  std::vector<std::string> argv = {"/usr/bin/prlimit", "--as=4000000000", "--"};
+  for (const auto& a : train_argv(d + "/run", {"--config", "/dev/zero"})) argv.push_back(a);
+  EXPECT_CLEAN_ERROR(run_argv(argv, 120), "config /dev/zero is over 1 MiB, too large for a TOML config");
+  fs::remove_all(d);
+}
+
+TEST(InputReliability, CheckpointWithANegativeStepIsRefusedAsCorrupt) {
+  std::string d = make_temp_dir("input_step"), run = d + "/run";
+  Outcome t = run_argv(train_argv(run), 600);
+  ASSERT_EQ(t.rc, 0) << t.err;
+  // Rewrite the metadata with step -7 and a valid SHA-256 (a file edited or written by something else).
+  std::string ckpt = Child::slurp(run + "/model.ckpt");
+  uint32_t meta_bytes;
+  uint64_t config_bytes;
+  std::memcpy(&meta_bytes, ckpt.data() + 12, 4);
+  std::memcpy(&config_bytes, ckpt.data() + 16, 8);
+  const size_t at = 104 + config_bytes;  // the header, the config, then the metadata
+  nlohmann::json meta = nlohmann::json::parse(ckpt.substr(at, meta_bytes));
+  meta["step"] = -7;
+  meta["finished"] = false;
+  std::string m = meta.dump(), body = ckpt.substr(104, config_bytes) + m + ckpt.substr(at + meta_bytes);
+  meta_bytes = static_cast<uint32_t>(m.size());
+  std::string head = ckpt.substr(0, 104);
+  std::memcpy(head.data() + 12, &meta_bytes, 4);
+  head.replace(40, 64, sha256_hex(body));
+  write_text(run + "/model.ckpt", head + body);
+  fs::remove(run + "/summary.txt");  // a finished run is refused before its step is read
+  DirSnapshot before = DirSnapshot::of(run);
+  EXPECT_CLEAN_ERROR(run_argv({frontier_bin(), "train", "--resume", run}, 300),
+                     "corrupt checkpoint " + run + "/model.ckpt: its metadata says step -7, which cannot be negative");
+  EXPECT_EQ(before.lost_or_changed(DirSnapshot::of(run), {"log.jsonl"}), std::vector<std::string>{});
+  EXPECT_CLEAN_ERROR(run_argv({frontier_bin(), "eval", "bpb", "--checkpoint", run + "/model.ckpt"}, 120),
+                     "step -7, which cannot be negative");
+  fs::remove_all(d);
+}
+
+TEST(InputReliability, SymbolicLinkLoopIsNamedAsOne) {
+  std::string d = make_temp_dir("input_loop");
+  fs::create_symlink("b.jsonl", d + "/a.jsonl");
+  fs::create_symlink("a.jsonl", d + "/b.jsonl");
+  EXPECT_CLEAN_ERROR(prepare(d + "/a.jsonl", d + "/out"), "input " + d + "/a.jsonl is a symbolic link loop");
+  fs::create_symlink("missing.jsonl", d + "/dangling.jsonl");
+  EXPECT_CLEAN_ERROR(prepare(d + "/dangling.jsonl", d + "/out"), d + "/dangling.jsonl is a broken symbolic link");
+  EXPECT_CLEAN_ERROR(prepare(d + "/nothing.jsonl", d + "/out"), "input not found: " + d + "/nothing.jsonl");
+  fs::remove_all(d);
+}
+
+TEST(InputReliability, Nul0000IsRefusedByEveryReader) {
+  std::string d = make_temp_dir("input_nul");
+  std::string good;
+  for (int i = 0; i < 30; i++) good += "{\"text\": \"document " + std::to_string(i) + " of plain text\"}\n";
+  // JSON Lines: "\u0000" decodes to a NUL inside the document (it was trained on); a raw NUL was refused already.
+  write_text(d + "/escaped.jsonl", good + "{\"text\": \"a\\u0000b\"}\n");
+  EXPECT_CLEAN_ERROR(prepare(d + "/escaped.jsonl", d + "/out"),
+                     d + "/escaped.jsonl:31: U+0000 (a NUL character) at byte 1 of the text");
+  write_text(d + "/raw.jsonl", good + std::string("{\"text\": \"a\0b\"}\n", 17));
+  EXPECT_CLEAN_ERROR(prepare(d + "/raw.jsonl", d + "/out"), d + "/raw.jsonl:31: binary data (a NUL byte");
+  write_text(d + "/raw.txt", std::string("text\0more", 9));
+  EXPECT_CLEAN_ERROR(prepare(d + "/raw.txt", d + "/out"), d + "/raw.txt: binary data (a NUL byte at byte 4)");
+  // Parquet: an uncompressed PLAIN file of the parquet fuzzer's seeds, one byte of a value set to NUL.
+  std::string pq = Child::slurp(source_dir() + "/fuzz/corpus/parquet_fuzz/rust_plain_none.parquet").substr(1);
+  const size_t at = pq.find("doc 1: ");
+  ASSERT_NE(at, std::string::npos);
+  pq[at + 3] = '\0';  // "doc\0" + "1: ..."
+  write_text(d + "/nul.parquet", pq);
+  EXPECT_CLEAN_ERROR(prepare(d + "/nul.parquet", d + "/out"), d + "/nul.parquet: row ");
+  Outcome o = prepare(d + "/nul.parquet", d + "/out");
+  EXPECT_NE(o.last_err_line().find("U+0000 (a NUL character) at byte 3 of the text"), std::string::npos)
+      << o.last_err_line();
+  for (const char* policy : {"replace", "error"}) {  // under either --invalid-utf8 policy
+    Outcome p = run_argv({frontier_bin(), "prepare", "--quiet", "--train", d + "/escaped.jsonl", "--tokenizer",
+                          dataset() + "/data/tokenizer", "--invalid-utf8", policy, "--out", d + "/out"}, 120);
+    EXPECT_CLEAN_ERROR(p, "U+0000");
+  }
+  fs::remove_all(d);
+}
+
+}  // namespace frontier::testing
