@@ -75,10 +75,14 @@ class Record {
   Status append_checked(RecordRow* row,
                         const std::function<Status(const std::vector<RecordRow>& rows, RecordRow* row)>& decide);
   Status rows(std::vector<RecordRow>* out) const;  // in seq order
+  // Checks the chain and the head file under the write lock (BEGIN IMMEDIATE, then ROLLBACK), so that an append in
+  // flight (its head file written, its row not yet committed) is never seen half done; a record that cannot be
+  // locked (a read-only copy) is checked as it is.
   Status verify(VerifyReport* out) const;
   const std::string& path() const { return path_; }
 
  private:
+  Status verify_unlocked(VerifyReport* out) const;
   std::string path_;
   void* db_ = nullptr;  // sqlite3*
 };
