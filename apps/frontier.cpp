@@ -48,6 +48,7 @@
 #include "tokenizer/tokenizer.h"
 #include "research/research.h"
 #include "advise/advise.h"
+#include "train/eval_checkpoint.h"
 #include "train/identity.h"
 #include "train/train.h"
 #include "train/step_parts.h"
@@ -718,18 +719,11 @@ static int run_main(int argc, char** argv) {
   }
 
   if (sm->parsed()) {
-    Config cfg;
-    std::unique_ptr<Gpt> gpt;
-    RunIdentity id;
-    Status s = load_trained_model(sm_ckpt, &cfg, &gpt, &id);
+    EvalCheckpoint ec;
+    Status s = open_checkpoint_for_eval(sm_ckpt, sm_data, EvalNeeds::kTokenizer, false, &ec);
     if (!s.ok()) return fail(s);
-    std::string data_dir = sm_data.empty() ? cfg.get_string("train.data") : sm_data;
-    Tokenizer tok;
-    if (!(s = tok.load(data_dir + "/tokenizer")).ok()) return fail(s);
-    if (!(s = id.check_tokenizer(tok, sm_ckpt)).ok()) return fail(s);
-    if (static_cast<int>(tok.vocab_size()) != gpt->shape().vocab_size)
-      return fail(Status::error("checkpoint vocab_size " + std::to_string(gpt->shape().vocab_size) +
-                                " does not match the tokenizer in " + data_dir + "; pass --data with the run's dataset"));
+    std::unique_ptr<Gpt>& gpt = ec.gpt;
+    const Tokenizer& tok = ec.tok;
     if (utf8_first_invalid(sm_prompt) != std::string::npos) return fail(Status::error("--prompt is not valid UTF-8"));
     std::vector<uint32_t> ids = {tok.bos_id()};
     if (Status es = tok.encode_ordinary(sm_prompt, &ids); !es.ok()) return fail(Status::error("--prompt: " + es.message()));
@@ -768,19 +762,13 @@ static int run_main(int argc, char** argv) {
   }
 
   if (ev_score->parsed()) {
-    Config cfg;
-    std::unique_ptr<Gpt> gpt;
-    RunIdentity id;
-    Status s = load_trained_model(es_ckpt, &cfg, &gpt, &id);
+    EvalCheckpoint ec;
+    Status s = open_checkpoint_for_eval(es_ckpt, es_data, EvalNeeds::kData, es_cross, &ec);
     if (!s.ok()) return fail(s);
-    PreparedData data;
-    if (!(s = data.open(es_data.empty() ? cfg.get_string("train.data") : es_data)).ok()) return fail(s);
-    std::string cross;
-    if (!(s = id.check_data(data, es_cross, es_ckpt, &cross)).ok()) return fail(s);
-    if (static_cast<int>(data.tokenizer().vocab_size()) != gpt->shape().vocab_size)
-      return fail(Status::error("checkpoint vocab_size " + std::to_string(gpt->shape().vocab_size) +
-                                " does not match the data's tokenizer (" +
-                                std::to_string(data.tokenizer().vocab_size()) + "); pass --data with the run's dataset"));
+    const Config& cfg = ec.cfg;
+    std::unique_ptr<Gpt>& gpt = ec.gpt;
+    const PreparedData& data = ec.data;
+    const std::string& cross = ec.note;
     double bpb = 0;
     if (!(s = evaluate_bpb(*gpt, data, cfg.get_int("eval.tokens"), static_cast<int>(cfg.get_int("eval.batch")),
                            gpt->shape().seq_len, &bpb)).ok())
@@ -806,19 +794,13 @@ static int run_main(int argc, char** argv) {
   }
 
   if (ev_bpb->parsed()) {
-    Config cfg;
-    std::unique_ptr<Gpt> gpt;
-    RunIdentity id;
-    Status s = load_trained_model(eb_ckpt, &cfg, &gpt, &id);
+    EvalCheckpoint ec;
+    Status s = open_checkpoint_for_eval(eb_ckpt, eb_data, EvalNeeds::kData, eb_cross, &ec);
     if (!s.ok()) return fail(s);
-    PreparedData data;
-    if (!(s = data.open(eb_data.empty() ? cfg.get_string("train.data") : eb_data)).ok()) return fail(s);
-    std::string cross;
-    if (!(s = id.check_data(data, eb_cross, eb_ckpt, &cross)).ok()) return fail(s);
-    if (static_cast<int>(data.tokenizer().vocab_size()) != gpt->shape().vocab_size)
-      return fail(Status::error("checkpoint vocab_size " + std::to_string(gpt->shape().vocab_size) +
-                                " does not match the data's tokenizer (" +
-                                std::to_string(data.tokenizer().vocab_size()) + ")"));
+    const Config& cfg = ec.cfg;
+    std::unique_ptr<Gpt>& gpt = ec.gpt;
+    const PreparedData& data = ec.data;
+    const std::string& cross = ec.note;
     int64_t n = eb_tokens > 0 ? eb_tokens : cfg.get_int("eval.tokens");
     double bpb = 0, se = 0;
     BpbWindows wa;
@@ -834,7 +816,7 @@ static int run_main(int argc, char** argv) {
       RunIdentity id_b;
       if (!(s = load_trained_model(eb_against, &cfg_b, &gpt_b, &id_b)).ok()) return fail(s);
       if (gpt_b->shape().seq_len != gpt->shape().seq_len || gpt_b->shape().vocab_size != gpt->shape().vocab_size ||
-          (!id_b.tokenizer.empty() && !id.tokenizer.empty() && id_b.tokenizer != id.tokenizer))
+          (!id_b.tokenizer.empty() && !ec.id.tokenizer.empty() && id_b.tokenizer != ec.id.tokenizer))
         return fail(Status::error("--against " + eb_against + " has seq_len " +
                                   std::to_string(gpt_b->shape().seq_len) + " and vocab_size " +
                                   std::to_string(gpt_b->shape().vocab_size) + " (or another tokenizer); the paired "
@@ -855,19 +837,11 @@ static int run_main(int argc, char** argv) {
   }
 
   if (ev_core->parsed()) {
-    Config cfg;
-    std::unique_ptr<Gpt> gpt;
-    RunIdentity id;
-    Status s = load_trained_model(ev_ckpt, &cfg, &gpt, &id);
+    EvalCheckpoint ec;
+    Status s = open_checkpoint_for_eval(ev_ckpt, ev_data, EvalNeeds::kTokenizer, false, &ec);
     if (!s.ok()) return fail(s);
-    std::string data_dir = ev_data.empty() ? cfg.get_string("train.data") : ev_data;
-    Tokenizer tok;
-    if (!(s = tok.load(data_dir + "/tokenizer")).ok()) return fail(s);
-    if (!(s = id.check_tokenizer(tok, ev_ckpt)).ok()) return fail(s);
-    if (static_cast<int>(tok.vocab_size()) != gpt->shape().vocab_size)
-      return fail(Status::error("checkpoint vocab_size " + std::to_string(gpt->shape().vocab_size) +
-                                " does not match the tokenizer in " + data_dir + " (" +
-                                std::to_string(tok.vocab_size()) + "); pass --data with the run's dataset"));
+    std::unique_ptr<Gpt>& gpt = ec.gpt;
+    const Tokenizer& tok = ec.tok;
     CoreBundle bundle;
     if (!(s = load_core_bundle(ev_bundle, &bundle)).ok()) return fail(s);
     CoreReport rep;
