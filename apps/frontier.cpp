@@ -602,22 +602,10 @@ static int run_main(int argc, char** argv) {
     }
     StepParts parts;
     if (!(s = measure_step_parts(cfg, sp_threads, sp_steps, &parts)).ok()) return fail(s);
-    // Networks: per-message latency and 90% of the line rate (assumptions, docs/distributed.md).
-    const Link nets[3] = {{15e-6, 0.9 * 25e9 / 8, "assumed: 25 Gb/s Ethernet (TCP), 15 us"},
-                          {5e-6, 0.9 * 100e9 / 8, "assumed: 100 Gb/s (RoCE/IB), 5 us"},
-                          {3e-6, 0.9 * 400e9 / 8, "assumed: 400 Gb/s (IB NDR), 3 us"}};
-    std::vector<Projection> rows;
-    for (int r : {1, 2, 4, 8}) rows.push_back(project(parts, r, 8, shm, shm));
-    for (const Link& n : nets)
-      for (int nodes : {2, 4}) rows.push_back(project(parts, 8 * nodes, 8, shm, n));
+    const std::vector<Projection> rows = standard_projections(parts, shm);
     std::printf("%s", projection_table(parts, rows).c_str());
     if (!sp_json.empty()) {
-      nlohmann::json j = {{"measured", parts.describe}, {"t_fb", parts.t_fb}, {"t_opt", parts.t_opt},
-                          {"n_params", parts.n_params}, {"rows", nlohmann::json::array()}};
-      for (const auto& x : rows)
-        j["rows"].push_back({{"ranks", x.ranks}, {"nodes", x.nodes}, {"link", x.link}, {"t_comm", x.t_comm},
-                             {"t_opt", x.t_opt}, {"t_step", x.t_step}, {"tokens_per_sec", x.tokens_per_sec},
-                             {"efficiency", x.efficiency}, {"t_step_overlap", x.t_step_overlap}});
+      const nlohmann::json j = projections_json(parts, rows);
       if (!(s = write_file_atomic(sp_json, j.dump(2) + "\n")).ok()) return fail(s);
     }
     return 0;

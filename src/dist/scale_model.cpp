@@ -70,4 +70,25 @@ std::string projection_table(const StepParts& p, const std::vector<Projection>& 
   return s;
 }
 
+std::vector<Projection> standard_projections(const StepParts& p, const Link& shm) {
+  const Link nets[3] = {{15e-6, 0.9 * 25e9 / 8, "assumed: 25 Gb/s Ethernet (TCP), 15 us"},
+                        {5e-6, 0.9 * 100e9 / 8, "assumed: 100 Gb/s (RoCE/IB), 5 us"},
+                        {3e-6, 0.9 * 400e9 / 8, "assumed: 400 Gb/s (IB NDR), 3 us"}};
+  std::vector<Projection> rows;
+  for (int r : {1, 2, 4, 8}) rows.push_back(project(p, r, 8, shm, shm));
+  for (const Link& n : nets)
+    for (int nodes : {2, 4}) rows.push_back(project(p, 8 * nodes, 8, shm, n));
+  return rows;
+}
+
+nlohmann::json projections_json(const StepParts& p, const std::vector<Projection>& rows) {
+  nlohmann::json j = {{"measured", p.describe}, {"t_fb", p.t_fb}, {"t_opt", p.t_opt},
+                      {"n_params", p.n_params}, {"rows", nlohmann::json::array()}};
+  for (const auto& x : rows)
+    j["rows"].push_back({{"ranks", x.ranks}, {"nodes", x.nodes}, {"link", x.link}, {"t_comm", x.t_comm},
+                         {"t_opt", x.t_opt}, {"t_step", x.t_step}, {"tokens_per_sec", x.tokens_per_sec},
+                         {"efficiency", x.efficiency}, {"t_step_overlap", x.t_step_overlap}});
+  return j;
+}
+
 }  // namespace frontier

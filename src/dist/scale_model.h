@@ -60,5 +60,10 @@ struct Projection {
 Status link_from_comm_bench(const nlohmann::json& comm, Link* out);
 Projection project(const StepParts& p, int ranks, int ranks_per_node, const Link& intra, const Link& inter);
 std::string projection_table(const StepParts& p, const std::vector<Projection>& rows);
+// `frontier scale project`'s rows: 1, 2, 4 and 8 ranks on one node over shm, then 2 and 4 nodes of 8 ranks over
+// each assumed network (25 Gb/s Ethernet, 100 Gb/s RoCE/IB, 400 Gb/s IB NDR: latency and 90% of the line rate,
+// docs/distributed.md), and the same as JSON (scale project --json).
+std::vector<Projection> standard_projections(const StepParts& p, const Link& shm);
+nlohmann::json projections_json(const StepParts& p, const std::vector<Projection>& rows);
 
 }  // namespace frontier
