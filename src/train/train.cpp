@@ -460,6 +460,7 @@ class TrainRun {
   std::string not_saved_;
   std::vector<float> mtp_base_;  // model.mtp_heads > 0: train.mtp_weights (before the anneal)
   TrainSettings set_;            // the train.* and eval.* keys, typed
+  std::string auto_why_;         // "auto" when train.precision = auto was resolved here (config.toml records the result)
   Recipe recipe_;                // the optim.* and schedule keys, typed
   std::vector<float> ema_;       // train.ema_decay > 0: the weights' moving average (the whole arena)
   int64_t accum_now_ = 0;        // this step's micro-batches (train.batch_warmup_ratio; else accum_)
@@ -523,9 +524,9 @@ Status TrainRun::setup() {
               gpt_->n_params() / 1e6, n_matrix / 1e6, n_emb / 1e6, n_head / 1e6, static_cast<long long>(n_scalar));
   std::printf("%s\n", kernels_banner().c_str());
   std::string why;
-  if (set_.precision == "auto") fastest_precision(&why);
+  if (!auto_why_.empty()) fastest_precision(&why);
   std::printf("precision: %s (train.precision = %s%s)\n", precision_name(prec_),
-              set_.precision.c_str(), why.empty() ? "" : (": " + why).c_str());
+              auto_why_.empty() ? set_.precision.c_str() : "auto", why.empty() ? "" : (": " + why).c_str());
   if (comm_.distributed())
     std::printf("ranks: %d x %d threads (mpirun); %d data streams; optimizer %s; gradients %s, %s; comm timeout "
                 "%.0fs\n", comm_.size(), threads_, streams_,
@@ -599,6 +600,7 @@ Status TrainRun::setup_local() {
   identity_ = RunIdentity::of(data_);
   FRONTIER_RETURN_IF_ERROR(data_.open_split("train", &train_shards_));
   FRONTIER_RETURN_IF_ERROR(resolve_precision(set_.precision, &prec_));
+  if (set_.precision == "auto") auto_why_ = "auto", cfg_.set("train.precision", std::string(precision_name(prec_)));
   FRONTIER_RETURN_IF_ERROR(parse_comm_dtype(set_.comm_dtype, &comm_dtype_));
   FRONTIER_RETURN_IF_ERROR(read_recipe(cfg_, prec_, &recipe_));
   if (recipe_.batch_warmup > 0 && accum_ < 2 * (streams_ / R))
