@@ -14,6 +14,7 @@
 #include "tokenizer/bpe_trainer.h"
 #include "tokenizer/tokenizer.h"
 #include "util/file.h"
+#include "util/staging_dir.h"
 #include "util/file_lock.h"
 #include "util/progress.h"
 #include "util/sha256.h"
@@ -231,59 +232,19 @@ Status encode_split(const PrepareOptions& opt, const Tokenizer& tok, const Input
   return ok_status();
 }
 
-// The staging directory of one --out: PARENT/.NAME.prepare/, locked (util/file_lock.h) for as long as this prepare
-// runs, the dataset written into its data/ subdirectory. It is removed at the end, whether the prepare succeeded or
-// not; a killed prepare leaves it, and the next one clears it.
+// The staging directory of one --out (util/staging_dir.h: PARENT/.NAME.prepare/, locked while this prepare runs),
+// and how the finished dataset is moved in.
 class Staging {
  public:
-  ~Staging() {
-    if (dir_.empty()) return;
-    std::error_code ec;
-    fs::remove_all(data_dir(), ec);
-    fs::remove_all(dir_ + "/old", ec);
-    fs::remove(dir_ + "/.lock", ec);
-    fs::remove(dir_, ec);  // only if empty; the lock is released after (DirLock's destructor)
-  }
-  Status begin(const std::string& out) {
-    // The real directory (a symlinked --out resolves to its target), so that the staging directory is its
-    // sibling on the same file system and the final rename is a rename, not a cross-device copy.
-    std::error_code cec;
-    fs::path p = fs::weakly_canonical(fs::absolute(fs::path(out)), cec);
-    if (cec) p = fs::absolute(fs::path(out)).lexically_normal();
-    if (!p.has_filename()) p = p.parent_path();  // "data/x/" -> "data/x"
-    const std::string name = p.filename().string();
-    if (name.empty() || name == "." || name == "..")
-      return Status::error("--out " + out + " must name a directory (not / . or ..)");
-    const std::string dir = (p.parent_path() / ("." + name + ".prepare")).string();
-    FRONTIER_RETURN_IF_ERROR(make_dirs(dir, "--out"));
-    Status s = lock_.acquire(dir, "--out");
-    if (!s.ok()) {
-      if (s.message().find(" is in use ") == std::string::npos) return s;  // not another holder: an I/O error
-      long pid = dir_lock_holder(dir);  // 0 for a moment after the holder locks, before it writes its pid
-      for (int i = 0; i < 50 && pid == 0; i++) {
-        usleep(20000);
-        pid = dir_lock_holder(dir);
-      }
-      return Status::error("--out " + out + " is being written by another frontier prepare (pid " +
-                           (pid ? std::to_string(pid) : std::string("unknown")) + ", lock " + dir +
-                           "/.lock); wait for it to finish, or choose another --out");
-    }
-    dir_ = dir;
-    target_ = p.string();
-    std::error_code ec;
-    fs::remove_all(data_dir(), ec);  // the debris of a killed prepare
-    fs::remove_all(dir_ + "/old", ec);
-    FRONTIER_RETURN_IF_ERROR(make_dirs(data_dir(), "--out"));
-    return ok_status();
-  }
-  std::string data_dir() const { return dir_ + "/data"; }
+  Status begin(const std::string& out) { return dir_.begin(out, "prepare"); }
+  std::string data_dir() const { return dir_.data_dir(); }
 
   // Moves the finished dataset to the output directory. An empty one is replaced whole (one rename). Otherwise it
   // may hold other files, which stay: the dataset's files are moved in one by one (each rename atomic), the old
   // manifest removed first and the new one moved last, and the old shards removed, so that it is a dataset again
   // only when it is this one. The old dataset's files go to staging/old and are deleted after.
   Status publish(const std::vector<std::string>& names) {
-    const std::string& out = target_;
+    const std::string& out = dir_.target();
     std::error_code ec;
     const std::string data = data_dir();
     if (fs::is_empty(out, ec) && !ec) {
@@ -292,7 +253,7 @@ class Staging {
       if (ec) return Status::error("cannot move the new dataset to " + out + ": " + ec.message());
       return ok_status();
     }
-    const std::string old = dir_ + "/old";
+    const std::string old = dir_.old_dir();
     FRONTIER_RETURN_IF_ERROR(make_dirs(old + "/tokenizer"));
     auto move = [&](const std::string& from, const std::string& to) -> Status {
       fs::rename(from, to, ec);
@@ -314,8 +275,7 @@ class Staging {
   }
 
  private:
-  std::string dir_, target_;  // the staging directory; the output directory it is moved to
-  DirLock lock_;  // released after the destructor's body has removed the directory
+  StagingDir dir_;
 };
 
 json split_json(const SplitStats& s) {

@@ -19,6 +19,7 @@
 #include "train/identity.h"
 #include "train/train.h"
 #include "util/file.h"
+#include "util/staging_dir.h"
 #include "util/file_lock.h"
 
 namespace frontier {
@@ -40,74 +41,33 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return t + "]";
 }
 
-// The staging directory of an export: PARENT/.NAME.export/, locked while this export runs, the model directory
-// written into its data/ and renamed to out when whole. Removed at the end; a killed export leaves it, the next
-// one clears it.
+// The staging directory of an export (util/staging_dir.h: PARENT/.NAME.export/, locked while this export runs), the
+// model directory written into its data/ and renamed to out when whole.
 class ExportStaging {
  public:
-  ~ExportStaging() {
-    if (dir_.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(data_dir(), ec);
-    std::filesystem::remove_all(dir_ + "/old", ec);
-    std::filesystem::remove(dir_ + "/.lock", ec);
-    std::filesystem::remove(dir_, ec);  // lock_ is released after this body
-  }
-  Status begin(const std::string& out) {
-    namespace fs = std::filesystem;
-    // The real directory (a symlinked --out resolves to its target), so that the staging directory is its
-    // sibling on the same file system and the final rename is a rename, not a cross-device copy.
-    std::error_code cec;
-    fs::path p = fs::weakly_canonical(fs::absolute(fs::path(out)), cec);
-    if (cec) p = fs::absolute(fs::path(out)).lexically_normal();
-    if (!p.has_filename()) p = p.parent_path();
-    const std::string name = p.filename().string();
-    if (name.empty() || name == "." || name == "..")
-      return Status::error("--out " + out + " must name a directory (not / . or ..)");
-    const std::string dir = (p.parent_path() / ("." + name + ".export")).string();
-    FRONTIER_RETURN_IF_ERROR(make_dirs(dir, "--out"));
-    Status s = lock_.acquire(dir, "--out");
-    if (!s.ok()) {
-      if (s.message().find(" is in use ") == std::string::npos) return s;  // not another holder: an I/O error
-      long pid = dir_lock_holder(dir);  // 0 for a moment after the holder locks, before it writes its pid
-      for (int i = 0; i < 50 && pid == 0; i++) {
-        usleep(20000);
-        pid = dir_lock_holder(dir);
-      }
-      return Status::error("--out " + out + " is being written by another frontier export (pid " +
-                           (pid ? std::to_string(pid) : std::string("unknown")) +
-                           "); wait for it to finish, or choose another --out");
-    }
-    dir_ = dir;
-    target_ = p.string();
-    std::error_code ec;
-    fs::remove_all(data_dir(), ec);  // the debris of a killed export
-    fs::remove_all(dir_ + "/old", ec);
-    return ok_status();
-  }
-  std::string data_dir() const { return dir_ + "/data"; }
+  Status begin(const std::string& out) { return dir_.begin(out, "export"); }
+  std::string data_dir() const { return dir_.data_dir(); }
   // Renames the finished directory to out; an existing out (the caller checked --force) moves aside first and is
   // deleted only once the new one is in place.
   Status publish() {
     namespace fs = std::filesystem;
-    const std::string& out = target_;
+    const std::string& out = dir_.target();
     std::error_code ec;
     if (fs::exists(out, ec)) {
-      fs::rename(out, dir_ + "/old", ec);
+      fs::rename(out, dir_.old_dir(), ec);
       if (ec) return Status::error("cannot move the old " + out + " aside: " + ec.message());
     }
     fs::rename(data_dir(), out, ec);
     if (ec) {
       std::error_code ec2;
-      fs::rename(dir_ + "/old", out, ec2);  // put the old one back
+      fs::rename(dir_.old_dir(), out, ec2);  // put the old one back
       return Status::error("cannot move the new model directory to " + out + ": " + ec.message());
     }
     return ok_status();
   }
 
  private:
-  std::string dir_, target_;  // the staging directory; the output directory it is moved to
-  DirLock lock_;
+  StagingDir dir_;
 };
 
 }  // namespace
