@@ -50,6 +50,15 @@ std::string base_toml(const std::string& dir, const std::string& data) {
   return p;
 }
 
+// `frontier advise` on the small dataset with its own cache in d: depths 1 and 2, three sequence lengths, the best of
+// each validated, no learning-rate rescans; the advice goes to d/advice.toml. Options may follow.
+std::string small_advise_cmd(const std::string& d, int budget) {
+  const std::string base = base_toml(d, big_dataset() + "/data");
+  return "FRONTIER_CACHE=" + d + "/cache " + frontier_bin() + " advise --budget " + std::to_string(budget) +
+         " --base " + base + " --depths 1,2 --seq-lens 16,32,64 --validate 1 --lr-scales 1 --out " + d +
+         "/advice.toml ";
+}
+
 std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   std::vector<nlohmann::json> out;
   std::ifstream f(path);
@@ -311,10 +320,7 @@ TEST(BudgetChart, OneLinePerConfigWithTheAdvisedShapesNoted) {
 // exactly when it says "taken". Run again, everything comes from the cache. A bad lever name is a one-line error.
 TEST(Advise, ArchitectureStageMeasuresEachLeverAndCombines) {
   std::string d = make_temp_dir("advise_levers");
-  std::string base = base_toml(d, big_dataset() + "/data");
-  const std::string cmd = "FRONTIER_CACHE=" + d + "/cache " + frontier_bin() + " advise --budget 3 --base " + base +
-                          " --depths 1,2 --seq-lens 16,32,64 --validate 1 --lr-scales 1 --seeds 2 --out " + d +
-                          "/advice.toml --levers ";
+  const std::string cmd = small_advise_cmd(d, 3) + "--seeds 2 --levers ";
   auto r = run_cmd(cmd + "windows,qk_scale,smear,normuon");
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("architecture stage: depth"), std::string::npos) << r.out;
@@ -390,10 +396,7 @@ TEST(Advise, ArchitectureStageMeasuresEachLeverAndCombines) {
 // trains with (its machine line and its cache say so), and bad values are one-line errors before any work.
 TEST(Advise, HardwareProfileIsAnInput) {
   std::string d = make_temp_dir("advise_profile");
-  std::string base = base_toml(d, big_dataset() + "/data");
-  const std::string cmd = "FRONTIER_CACHE=" + d + "/cache " + frontier_bin() + " advise --budget 2 --base " + base +
-                          " --depths 1,2 --seq-lens 16,32,64 --validate 1 --lr-scales 1 --levers none --out " + d +
-                          "/advice.toml ";
+  const std::string cmd = small_advise_cmd(d, 2) + "--levers none ";
   auto r = run_cmd(cmd + "--isa avx2 --threads 1 --precision fp32");
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find(" | avx2 | 1 threads | fp32"), std::string::npos) << r.out;

@@ -102,6 +102,26 @@ class Mpi : public ::testing::Test {
   std::string dir_;
 };
 
+// One process reading 2 data streams (train.total_batch_tokens = tokens, 2 micro-batches of 4 x 32 by default)
+// against `mpirun -np 2` with the same extra keys: the same 20 losses, weights and optimizer state, bit for bit.
+// Returns the mpirun run's output.
+Outcome expect_two_ranks_equal_one_process(const std::string& one, const std::string& two,
+                                           const std::vector<std::string>& extra, const std::string& tokens) {
+  expect_ok(run_argv(train_args(one, cat(extra, {"--set", "train.data_streams=2", "--set",
+                                                 "train.total_batch_tokens=" + tokens})), 180),
+            "1 process");
+  Outcome o = run_argv(cat(mpirun(2), train_args(two, cat(extra, {"--set", "train.total_batch_tokens=" + tokens}))),
+                       180);
+  expect_ok(o, "mpirun -np 2");
+  const auto a = losses(one), b = losses(two);
+  EXPECT_EQ(a.size(), 20u);
+  EXPECT_EQ(a, b) << "losses differ";
+  const Ckpt ca = ckpt(one), cb = ckpt(two);
+  EXPECT_TRUE(ca.w == cb.w) << "weights differ";
+  EXPECT_TRUE(ca.st == cb.st) << "optimizer state differs";
+  return o;
+}
+
 // 2 ranks x micro-batch 4 = 1 process accumulating 2 micro-batches of 4 read from the same 2 data streams.
 TEST_F(Mpi, TwoRanksEqualOneProcessAccumulating) {
   const std::string one = dir_ + "/one", two = dir_ + "/two";
@@ -134,18 +154,7 @@ TEST_F(Mpi, ArchitectureVariantsEqualOneProcess) {
       "--set", "model.backout=true", "--set", "model.tie_embeddings=true", "--set", "model.ngram_orders=2,3",
       "--set", "model.ngram_buckets=500", "--set", "model.mtp_heads=1", "--set", "model.moe_experts=4",
       "--set", "model.moe_layers=alternate", "--set", "model.mlp=leaky_relu2"};
-  const std::string one = dir_ + "/one", two = dir_ + "/two";
-  expect_ok(run_argv(train_args(one, cat(arch, {"--set", "train.data_streams=2", "--set",
-                                                "train.total_batch_tokens=256"})), 180),
-            "1 process");
-  Outcome o = run_argv(cat(mpirun(2), train_args(two, arch)), 180);
-  expect_ok(o, "mpirun -np 2");
-  const auto a = losses(one), b = losses(two);
-  ASSERT_EQ(a.size(), 20u);
-  EXPECT_EQ(a, b) << "losses differ";
-  const Ckpt ca = ckpt(one), cb = ckpt(two);
-  EXPECT_TRUE(ca.w == cb.w) << "weights differ";
-  EXPECT_TRUE(ca.st == cb.st) << "optimizer state differs";
+  expect_two_ranks_equal_one_process(dir_ + "/one", dir_ + "/two", arch, "256");
 }
 
 // The recipe levers under mpirun equal one process reading the same 2 streams, bit for bit: NorMuon's moments (kept
@@ -156,17 +165,9 @@ TEST_F(Mpi, RecipeLeversEqualOneProcess) {
       "--set", "optim.normuon_beta2=0.9", "--set", "optim.muon_equilibrate=true", "--set",
       "optim.muon_renormalize=true", "--set", "optim.momentum_schedule=nanochat", "--set",
       "optim.weight_decay_schedule=cosine", "--set", "train.batch_warmup_ratio=0.5", "--set",
-      "train.ema_decay=0.9", "--set", "train.total_batch_tokens=512"};
-  const std::string one = dir_ + "/recipe_one", two = dir_ + "/recipe_two";
-  expect_ok(run_argv(train_args(one, cat(recipe, {"--set", "train.data_streams=2"})), 180), "1 process");
-  Outcome o = run_argv(cat(mpirun(2), train_args(two, recipe)), 180);
-  expect_ok(o, "mpirun -np 2");
-  const auto a = losses(one), b = losses(two);
-  ASSERT_EQ(a.size(), 20u);
-  EXPECT_EQ(a, b) << "losses differ";
-  const Ckpt ca = ckpt(one), cb = ckpt(two);
-  EXPECT_TRUE(ca.w == cb.w) << "weights differ";
-  EXPECT_TRUE(ca.st == cb.st) << "optimizer state (NorMuon moments and EMA included) differs";
+      "train.ema_decay=0.9"};
+  // (NorMuon's moments and the EMA are in the optimizer state compared.)
+  expect_two_ranks_equal_one_process(dir_ + "/recipe_one", dir_ + "/recipe_two", recipe, "512");
 }
 
 // Overlap changes when the buckets go, not what is added: the exchange after the backward (one collective over the
