@@ -12,6 +12,7 @@
 #include <map>
 
 #include "../train_fixture.h"
+#include "arena_util.h"
 #include "arena/record.h"
 #include "util/file.h"
 
@@ -19,18 +20,6 @@ namespace frontier::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string sh(const std::string& cmd) {  // a command that must succeed
-  RunResult r = run_cmd(cmd);
-  EXPECT_EQ(r.rc, 0) << cmd << "\n" << r.out;
-  return r.out;
-}
-
-std::string slurp(const std::string& p) {
-  std::string s;
-  read_file(p, &s);
-  return s;
-}
 
 // The hidden text: words no training document has, so any of it on a public page is a leak.
 const char* kHidden[] = {"quixotic zephyr marmalade obsidian quixotic zephyr lanterns murmur beneath obsidian skies",

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "../train_fixture.h"
+#include "arena_util.h"
 #include "arena/competition.h"
 #include "arena/evaluator.h"
 #include "arena/leaderboard.h"
@@ -34,12 +35,6 @@ namespace frontier::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string sh(const std::string& cmd) {  // a command that must succeed
-  RunResult r = run_cmd(cmd);
-  EXPECT_EQ(r.rc, 0) << cmd << "\n" << r.out;
-  return r.out;
-}
 
 std::string git_commit_all(const std::string& repo, const std::string& msg) {
   sh("git -C " + repo + " add -A && git -C " + repo + " -c user.name=t -c user.email=t@t commit -q -m '" + msg + "'");
