@@ -16,11 +16,12 @@
 //   checked-in result files.
 // - Docs.ReadmeExcerptIsReal: the README's ```text excerpt of the quick start is lines of the output it links.
 // - Docs.ReadmeSubcommandsExist: every `frontier X [Y]` in README.md's code is a subcommand of the binary.
-// - Docs.HelpListsEveryOption: every option apps/frontier.cpp registers appears in its subcommand's --help, and
+// - Docs.HelpListsEveryOption: every option the CLI registers (apps/*.cpp) appears in its subcommand's --help, and
 //   every numeric or choice option that is not required shows its default (=VALUE) or says in its help what
 //   "default" means for it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -342,52 +343,75 @@ std::map<std::string, HelpOption> options_of(const std::string& help) {
 }  // namespace
 
 TEST(Docs, HelpListsEveryOption) {
-  const std::string src = read_source("apps/frontier.cpp");
-  // Subcommand variables and their paths: `auto* V = P.add_subcommand("name"` (P = app: the root).
-  std::map<std::string, std::string> path = {{"app", ""}};
-  std::set<std::string> hidden;
-  static const std::regex sub_re(R"((\w+)\s*=\s*(\w+)\s*(?:\.|->)\s*add_subcommand\(\s*"([^"]+)\")");
-  for (std::sregex_iterator it(src.begin(), src.end(), sub_re), end; it != end; ++it) {
-    const std::string var = (*it)[1], parent = (*it)[2], name = (*it)[3];
-    ASSERT_TRUE(path.count(parent)) << "apps/frontier.cpp: subcommand " << name << " of unknown parent " << parent;
-    path[var] = path[parent].empty() ? name : path[parent] + " " + name;
-    const size_t stmt_end = src.find(';', it->position());
-    if (src.substr(it->position(), stmt_end - it->position()).find("group(\"\")") != std::string::npos)
-      hidden.insert(var);
-  }
-  // `for (auto* V : {A, B, C}) V->add_option(...);`: in the statement after the loop, V stands for each of A, B, C.
-  struct Loop {
-    size_t from, to;
-    std::string var;
-    std::vector<std::string> subs;
-  };
-  std::vector<Loop> loops;
-  static const std::regex loop_re(R"(for\s*\(\s*auto\s*\*\s*(\w+)\s*:\s*\{([^}]*)\}\s*\))");
-  for (std::sregex_iterator it(src.begin(), src.end(), loop_re), end; it != end; ++it) {
-    Loop l{static_cast<size_t>(it->position() + it->length()), 0, (*it)[1], {}};
-    l.to = src.find(';', l.from);
-    std::istringstream vs((*it)[2].str());
-    for (std::string v; std::getline(vs, v, ',');) l.subs.push_back(v.substr(v.find_first_not_of(' ')));
-    loops.push_back(l);
-  }
-  static const std::regex opt_re(R"((\w+)\s*(?:\.|->)\s*add_(?:option|flag)\(\s*"([^"]+)\")");
+  // The CLI registers its options in apps/*.cpp, one file per command group (apps/commands.h); each file is read on
+  // its own, its root `app`.
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(source_dir() + "/apps"))
+    if (e.path().extension() == ".cpp") files.push_back("apps/" + e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  ASSERT_FALSE(files.empty()) << "no apps/*.cpp";
   std::map<std::string, std::map<std::string, HelpOption>> helps;
   int checked = 0;
-  for (std::sregex_iterator it(src.begin(), src.end(), opt_re), end; it != end; ++it) {
-    const std::string var = (*it)[1], names = (*it)[2];
-    std::vector<std::string> owners = {var};
-    for (const auto& l : loops)
-      if (l.var == var && static_cast<size_t>(it->position()) >= l.from && static_cast<size_t>(it->position()) < l.to)
-        owners = l.subs;
-    for (const auto& owner : owners) {
-      ASSERT_TRUE(path.count(owner)) << "apps/frontier.cpp: option " << names << " of unknown subcommand " << owner;
-      if (hidden.count(owner)) continue;
-      const std::string& p = path[owner];
-      if (!helps.count(p)) helps[p] = options_of(help_of(p));
-      std::istringstream ns(names);
-      for (std::string n; std::getline(ns, n, ',');) {
-        EXPECT_TRUE(helps[p].count(n)) << "`frontier " << p << "` accepts " << n << " but its --help does not list it";
-        checked++;
+  for (const std::string& file : files) {
+    const std::string src = read_source(file);
+    // Subcommand variables and their paths: `auto* V = P.add_subcommand("name"` (P = app: the root). A parent may
+    // be registered further down its file (a group's function that calls its subcommands' ones, defined above it).
+    std::map<std::string, std::string> path = {{"app", ""}};
+    std::set<std::string> hidden;
+    struct Sub {
+      std::string var, parent, name;
+    };
+    std::vector<Sub> subs;
+    static const std::regex sub_re(R"((\w+)\s*=\s*(\w+)\s*(?:\.|->)\s*add_subcommand\(\s*"([^"]+)\")");
+    for (std::sregex_iterator it(src.begin(), src.end(), sub_re), end; it != end; ++it) {
+      subs.push_back({(*it)[1], (*it)[2], (*it)[3]});
+      const size_t stmt_end = src.find(';', it->position());
+      if (src.substr(it->position(), stmt_end - it->position()).find("group(\"\")") != std::string::npos)
+        hidden.insert(subs.back().var);
+    }
+    for (size_t resolved = 1; resolved;) {  // each pass resolves the subcommands whose parent has a path
+      resolved = 0;
+      for (const Sub& sc : subs)
+        if (!path.count(sc.var) && path.count(sc.parent)) {
+          path[sc.var] = path[sc.parent].empty() ? sc.name : path[sc.parent] + " " + sc.name;
+          resolved++;
+        }
+    }
+    for (const Sub& sc : subs)
+      ASSERT_TRUE(path.count(sc.parent)) << file << ": subcommand " << sc.name << " of unknown parent " << sc.parent;
+    // `for (auto* V : {A, B, C}) V->add_option(...);`: in the statement after the loop, V stands for each of A, B, C.
+    struct Loop {
+      size_t from, to;
+      std::string var;
+      std::vector<std::string> subs;
+    };
+    std::vector<Loop> loops;
+    static const std::regex loop_re(R"(for\s*\(\s*auto\s*\*\s*(\w+)\s*:\s*\{([^}]*)\}\s*\))");
+    for (std::sregex_iterator it(src.begin(), src.end(), loop_re), end; it != end; ++it) {
+      Loop l{static_cast<size_t>(it->position() + it->length()), 0, (*it)[1], {}};
+      l.to = src.find(';', l.from);
+      std::istringstream vs((*it)[2].str());
+      for (std::string v; std::getline(vs, v, ',');) l.subs.push_back(v.substr(v.find_first_not_of(' ')));
+      loops.push_back(l);
+    }
+    static const std::regex opt_re(R"((\w+)\s*(?:\.|->)\s*add_(?:option|flag)\(\s*"([^"]+)\")");
+    for (std::sregex_iterator it(src.begin(), src.end(), opt_re), end; it != end; ++it) {
+      const std::string var = (*it)[1], names = (*it)[2];
+      std::vector<std::string> owners = {var};
+      for (const auto& l : loops)
+        if (l.var == var && static_cast<size_t>(it->position()) >= l.from && static_cast<size_t>(it->position()) < l.to)
+          owners = l.subs;
+      for (const auto& owner : owners) {
+        ASSERT_TRUE(path.count(owner)) << file << ": option " << names << " of unknown subcommand " << owner;
+        if (hidden.count(owner)) continue;
+        const std::string& p = path[owner];
+        if (!helps.count(p)) helps[p] = options_of(help_of(p));
+        std::istringstream ns(names);
+        for (std::string n; std::getline(ns, n, ',');) {
+          EXPECT_TRUE(helps[p].count(n))
+              << "`frontier " << p << "` accepts " << n << " but its --help does not list it";
+          checked++;
+        }
       }
     }
   }
