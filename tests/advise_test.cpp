@@ -315,8 +315,8 @@ TEST(BudgetChart, OneLinePerConfigWithTheAdvisedShapesNoted) {
 }
 
 // The architecture stage on the best shape: the base on 2 seeds, each lever alone on the first (its row in the
-// table and in validations.jsonl, keyed by its keys), the levers that beat the seed spread combined on both seeds
-// and taken only when their mean beats the base's by twice the standard error; the advice holds the levers' keys
+// table and in validations.jsonl, keyed by its keys), the levers that beat the base on the first seed combined on
+// both seeds and taken only when the paired difference beats twice its standard error; the advice holds the keys
 // exactly when it says "taken". Run again, everything comes from the cache. A bad lever name is a one-line error.
 TEST(Advise, ArchitectureStageMeasuresEachLeverAndCombines) {
   std::string d = make_temp_dir("advise_levers");

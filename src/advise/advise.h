@@ -29,13 +29,14 @@
 // is the best measured of all; the loss model does not predict these (its sweep ran at the base's rates).
 //
 // Architecture and recipe (--levers, default: advise/levers.h's default list; none skips the stage): on the best
-// shape at its best learning rates, the base is trained on --seeds seeds (default 3: 42, 43, 44 from train.seed)
-// for the seed spread; each lever alone on the first seed, with its own step time measured here (a lever within
-// 3% of the base's step time shares the base's, so that the comparison is not of two noisy probes; one that is
-// slower buys fewer steps, and the table shows both its cost and its gain); the levers whose gain (the paired
-// difference on the first seed) beats the seed spread are combined (a key two of them set differently goes to the
-// larger gain) and the combination is trained on every seed. The advice takes the combination when its mean beats
-// the base's by more than twice the standard error of the difference of the means, else the base. The shape stage
+// shape at its best learning rates, the base is trained on --seeds seeds (default 3: 42, 43, 44 from train.seed);
+// each lever alone on the first seed, with its own step time measured here (timed back to back with the base's
+// shape; a lever whose step is the base's by construction, or within 3% of it, shares the base's, so that the
+// comparison is not of two noisy probes; one that is slower buys fewer steps, and the table shows both its cost and
+// its gain); the levers that beat the base on the first seed are combined (a key two of them set differently goes
+// to the larger gain) and the combination is trained on every seed. The advice takes the combination when its
+// paired difference from the base (seed by seed: both share each seed's initialisation and data order) is more than
+// twice its standard error, else the base. The seed spread is printed beside the single-seed gains. The shape stage
 // is not rerun with the chosen levers: a lever that changes the step's cost by more than 10% is named as moving the
 // shapes (windows make long sequences cheaper), for a rerun with it in the base.
 //
