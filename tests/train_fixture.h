@@ -74,6 +74,19 @@ inline std::string train_cmd(const std::string& extra) {
          "--set eval.tokens=512 --set eval.batch=4 --set train.peak_gflops=100 " + extra;
 }
 
+// The same tiny model as an argv for two steps into run_dir (budget 30 s), extra arguments after.
+inline std::vector<std::string> tiny_train_argv(const std::string& run_dir,
+                                                const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> a = {frontier_bin(), "train", "--budget", "30", "--data", dataset() + "/data"};
+  for (const char* kv : {"model.vocab_size=400", "model.depth=1", "model.dim=64", "model.head_dim=32",
+                         "model.seq_len=32", "train.micro_batch=4", "eval.tokens=512", "eval.batch=4",
+                         "train.max_steps=2", "train.peak_gflops=100"})
+    a.insert(a.end(), {"--set", kv});
+  a.insert(a.end(), {"--set", "train.run_dir=" + run_dir});
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
 inline double summary_value(const std::string& out, const std::string& key) {
   size_t p = out.find("\n" + key + ":");
   if (p == std::string::npos) return NAN;

@@ -18,17 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The tiny model of train_fixture.h for two steps into run_dir, plus extra.
-std::vector<std::string> train_argv(const std::string& run_dir, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> a = {frontier_bin(), "train", "--budget", "30", "--data", dataset() + "/data"};
-  for (const char* kv : {"model.vocab_size=400", "model.depth=1", "model.dim=64", "model.head_dim=32",
-                         "model.seq_len=32", "train.micro_batch=4", "eval.tokens=512", "eval.batch=4",
-                         "train.max_steps=2", "train.peak_gflops=100"})
-    a.insert(a.end(), {"--set", kv});
-  a.insert(a.end(), {"--set", "train.run_dir=" + run_dir});
-  a.insert(a.end(), extra.begin(), extra.end());
-  return a;
-}
 
 Outcome prepare(const std::string& input, const std::string& out) {
   return run_argv({frontier_bin(), "prepare", "--quiet", "--train", input, "--tokenizer", dataset() + "/data/tokenizer",
@@ -41,7 +30,7 @@ TEST(InputReliability, ConfigThatIsADirectoryIsAnError) {
   std::string d = make_temp_dir("input_cfgdir");
   fs::create_directories(d + "/configs");
   // fopen() opens a directory and read() fails: the config was empty, so every default applied.
-  EXPECT_CLEAN_ERROR(run_argv(train_argv(d + "/run", {"--config", d + "/configs"}), 120),
+  EXPECT_CLEAN_ERROR(run_argv(tiny_train_argv(d + "/run", {"--config", d + "/configs"}), 120),
                      "config " + d + "/configs is a directory, not a TOML file");
   EXPECT_FALSE(fs::exists(d + "/run/model.ckpt"));
   fs::remove_all(d);
@@ -66,31 +55,17 @@ TEST(InputReliability, UnboundedConfigIsAnErrorNamingTheFile) {
   constexpr bool kAsan = false;
 #endif
   if (!kAsan) argv = {"/usr/bin/prlimit", "--as=4000000000", "--"};
-  for (const auto& a : train_argv(d + "/run", {"--config", "/dev/zero"})) argv.push_back(a);
+  for (const auto& a : tiny_train_argv(d + "/run", {"--config", "/dev/zero"})) argv.push_back(a);
   EXPECT_CLEAN_ERROR(run_argv(argv, 120), "config /dev/zero is over 1 MiB, too large for a TOML config");
   fs::remove_all(d);
 }
 
 TEST(InputReliability, CheckpointWithANegativeStepIsRefusedAsCorrupt) {
   std::string d = make_temp_dir("input_step"), run = d + "/run";
-  Outcome t = run_argv(train_argv(run), 600);
+  Outcome t = run_argv(tiny_train_argv(run), 600);
   ASSERT_EQ(t.rc, 0) << t.err;
   // Rewrite the metadata with step -7 and a valid SHA-256 (a file edited or written by something else).
-  std::string ckpt = Child::slurp(run + "/model.ckpt");
-  uint32_t meta_bytes;
-  uint64_t config_bytes;
-  std::memcpy(&meta_bytes, ckpt.data() + 12, 4);
-  std::memcpy(&config_bytes, ckpt.data() + 16, 8);
-  const size_t at = 104 + config_bytes;  // the header, the config, then the metadata
-  nlohmann::json meta = nlohmann::json::parse(ckpt.substr(at, meta_bytes));
-  meta["step"] = -7;
-  meta["finished"] = false;
-  std::string m = meta.dump(), body = ckpt.substr(104, config_bytes) + m + ckpt.substr(at + meta_bytes);
-  meta_bytes = static_cast<uint32_t>(m.size());
-  std::string head = ckpt.substr(0, 104);
-  std::memcpy(head.data() + 12, &meta_bytes, 4);
-  head.replace(40, 64, sha256_hex(body));
-  write_text(run + "/model.ckpt", head + body);
+  rewrite_checkpoint_meta(run + "/model.ckpt", [](nlohmann::json& meta) { meta["step"] = -7; });
   fs::remove(run + "/summary.txt");  // a finished run is refused before its step is read
   DirSnapshot before = DirSnapshot::of(run);
   EXPECT_CLEAN_ERROR(run_argv({frontier_bin(), "train", "--resume", run}, 300),

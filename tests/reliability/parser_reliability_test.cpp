@@ -218,21 +218,8 @@ TEST(ParserReliability, LoaderStateOfTheWrongTypeIsACleanError) {
   std::string dir = make_temp_dir("parser_resume"), run = dir + "/run";
   Outcome t = run_argv(train_argv({"--set", "train.peak_gflops=100", "--set", "train.run_dir=" + run}), 600);
   ASSERT_EQ(t.rc, 0) << t.err;
-  std::string ckpt = slurp(run + "/model.ckpt");
-  uint32_t meta_bytes;
-  uint64_t config_bytes;
-  std::memcpy(&meta_bytes, ckpt.data() + 12, 4);
-  std::memcpy(&config_bytes, ckpt.data() + 16, 8);
-  const size_t at = 104 + config_bytes;  // the header, then the config, then the metadata
-  nlohmann::json meta = nlohmann::json::parse(ckpt.substr(at, meta_bytes));
-  meta["loaders"][0]["epoch"] = "x";  // one data stream's position (one process: one stream)
-  meta["finished"] = false;
-  std::string m = meta.dump(), body = ckpt.substr(104, config_bytes) + m + ckpt.substr(at + meta_bytes);
-  meta_bytes = static_cast<uint32_t>(m.size());
-  std::string head = ckpt.substr(0, 104);
-  std::memcpy(head.data() + 12, &meta_bytes, 4);
-  head.replace(40, 64, sha256_hex(body));
-  write_text(run + "/model.ckpt", head + body);
+  // one data stream's position (one process: one stream)
+  rewrite_checkpoint_meta(run + "/model.ckpt", [](nlohmann::json& meta) { meta["loaders"][0]["epoch"] = "x"; });
   fs::remove(run + "/summary.txt");  // a finished run is refused before its loader state is read
   EXPECT_CLEAN_ERROR(run_argv({frontier_bin(), "train", "--resume", run}, 300),
                      "the checkpoint's loader state is corrupt");

@@ -23,7 +23,12 @@
 #include <string>
 #include <vector>
 
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
+
 #include "../test_util.h"
+#include "util/sha256.h"
 
 namespace frontier::testing {
 
@@ -173,5 +178,32 @@ struct DirSnapshot {
     return bad;
   }
 };
+
+// Rewrites the metadata of a checkpoint (train/checkpoint.h's layout: a 104-byte header with the metadata's size at
+// 12, the config's at 16 and the body's SHA-256 at 40, then the config, then the metadata), with a valid hash: a
+// file edited or written by something else. edit changes the parsed metadata; "finished" is set false first.
+inline void rewrite_checkpoint_meta(const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
+  std::string ckpt;
+  {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    ckpt = ss.str();
+  }
+  uint32_t meta_bytes;
+  uint64_t config_bytes;
+  std::memcpy(&meta_bytes, ckpt.data() + 12, 4);
+  std::memcpy(&config_bytes, ckpt.data() + 16, 8);
+  const size_t at = 104 + config_bytes;
+  nlohmann::json meta = nlohmann::json::parse(ckpt.substr(at, meta_bytes));
+  meta["finished"] = false;
+  edit(meta);
+  const std::string m = meta.dump(), body = ckpt.substr(104, config_bytes) + m + ckpt.substr(at + meta_bytes);
+  meta_bytes = static_cast<uint32_t>(m.size());
+  std::string head = ckpt.substr(0, 104);
+  std::memcpy(head.data() + 12, &meta_bytes, 4);
+  head.replace(40, 64, sha256_hex(body));
+  write_text(path, head + body);
+}
 
 }  // namespace frontier::testing

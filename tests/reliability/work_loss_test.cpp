@@ -36,16 +36,6 @@ std::string manifest_input(const std::string& data) {
   return m["inputs"]["train"][0]["path"].get<std::string>();
 }
 
-// The tiny model of train_fixture.h for two steps, into run_dir; extra arguments after.
-std::vector<std::string> train_argv(const std::string& run_dir) {
-  std::vector<std::string> a = {frontier_bin(), "train", "--budget", "30", "--data", dataset() + "/data"};
-  for (const char* kv : {"model.vocab_size=400", "model.depth=1", "model.dim=64", "model.head_dim=32",
-                         "model.seq_len=32", "train.micro_batch=4", "eval.tokens=512", "eval.batch=4",
-                         "train.max_steps=2", "train.peak_gflops=100"})
-    a.insert(a.end(), {"--set", kv});
-  a.insert(a.end(), {"--set", "train.run_dir=" + run_dir});
-  return a;
-}
 
 }  // namespace
 
@@ -139,7 +129,7 @@ TEST(WorkLoss, ConcurrentPreparesIntoOneOutLeaveOneWholeDataset) {
 
 TEST(WorkLoss, ExportOverADirectoryThatHoldsFilesNeedsForce) {
   std::string d = make_temp_dir("workloss_export");
-  Outcome t = run_argv(train_argv(d + "/run"), 600);
+  Outcome t = run_argv(tiny_train_argv(d + "/run"), 600);
   ASSERT_EQ(t.rc, 0) << t.err;
   auto export_to = [&](const std::string& out, bool force) {
     std::vector<std::string> a = {frontier_bin(), "export", "--checkpoint", d + "/run/model.ckpt", "--out", out};
@@ -177,7 +167,7 @@ TEST(WorkLoss, FileSizeLimitDuringTheCheckpointWriteIsACleanError) {
   // the checkpoint write gets SIGXFSZ, which killed the process (signal 25) and left model.ckpt.tmp.
   std::string d = make_temp_dir("workloss_fsize");
   std::vector<std::string> argv = {"/usr/bin/prlimit", "--fsize=400000", "--"};
-  for (const auto& a : train_argv(d + "/run")) argv.push_back(a);
+  for (const auto& a : tiny_train_argv(d + "/run")) argv.push_back(a);
   Outcome o = run_argv(argv, 600);
   EXPECT_CLEAN_ERROR(o, "File too large");
   EXPECT_NE(o.last_err_line().find("model.ckpt"), std::string::npos) << o.last_err_line();
