@@ -4,8 +4,8 @@
 // error 2^-9 per operand, so ~4e-3 on a product, and more through exp(S) when |S| ~ 10 here): 4e-2 absolute, and the
 // result must differ from fp32 (bf16 really ran).
 //
-// Sliding windows (SlidingWindow*): windows around the 96-row query block and the packed layout's 16/32-key granule
-// (1, 7, 95, 96, 97, 200, >= T), T from 1 to 700 (one partial block to eight), GQA and not, scale 1/sqrt(D) and
+// Sliding windows (SlidingWindow*): windows around the 24-row strip, the 192-row query block, 96 and the packed
+// layout's 16/32-key granule (1, 7, 23-25, 95-97, 191-193, 200, >= T), T from 1 to 700 (one partial block to four), GQA and not, scale 1/sqrt(D) and
 // 1.44/sqrt(D), each in fp32 at 2e-5 and in bf16 at 4e-2: the window changes which products run, not their size,
 // and a narrower softmax (down to 2 keys at W = 1) averages fewer rounded terms, so it cannot be looser than the full
 // causal case's bound above; the larger scale makes |S| at most 1.44 times larger (|S| ~ 2 here, |S| ~ 10 above).
@@ -125,10 +125,10 @@ TEST(FlashAttention, ThreadCountDoesNotChangeBits) {
 
 TEST(FlashAttention, SlidingWindowMatchesReference) {
   const int64_t D = 24;
-  for (int64_t T : {1, 5, 96, 300, 700})
+  for (int64_t T : {1, 5, 96, 193, 300, 700})
     for (auto heads : {std::pair<int64_t, int64_t>{4, 2}, {3, 3}})
       for (double scale : {0.0, 1.44 / std::sqrt(static_cast<double>(D))})
-        for (int64_t window : {0, 1, 7, 95, 96, 97, 200, 700})  // 700 >= every T here
+        for (int64_t window : {0, 1, 7, 23, 24, 25, 95, 96, 97, 191, 192, 193, 200, 700})  // 700 >= every T here
           check(Shape{1, T, heads.first, heads.second, D}, {Precision::kFp32, Precision::kBf16}, scale, window);
 }
 
