@@ -41,7 +41,7 @@ int run_bench_command(BenchArgs& a) {
   bo.train = a.only != "kernels";
   bo.scaling = !a.no_scaling;
   bo.bf16 = a.precision == "auto" ? -1 : a.precision == "all" ? 1 : 0;
-  if (a.torch) bo.torch_script = std::string(FRONTIER_SOURCE_DIR) + "/bench/torch_speed.py";
+  if (a.torch) bo.torch_script = std::string(FRONTIER_SOURCE_DIR) + "/python/torch_speed.py";
   BenchReport rep;
   Status s = run_bench(bo, &rep);
   if (!s.ok()) return fail(s);

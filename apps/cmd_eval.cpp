@@ -6,12 +6,13 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "eval/bpb.h"
 #include "eval/core_eval.h"
 #include "eval/score.h"
 #include "model/gpt.h"
+#include "train/checkpoint.h"
 #include "train/eval_checkpoint.h"
 #include "train/identity.h"
-#include "train/train.h"
 #include "util/file.h"
 
 namespace frontier::cli {
@@ -54,12 +55,11 @@ int run_score(const ScoreArgs& a) {
   EvalCheckpoint ec;
   Status s = open_checkpoint_for_eval(a.ckpt, a.data, EvalNeeds::kData, a.cross, &ec);
   if (!s.ok()) return fail(s);
-  const Config& cfg = ec.cfg;
   std::unique_ptr<Gpt>& gpt = ec.gpt;
   const PreparedData& data = ec.data;
   const std::string& cross = ec.note;
   double bpb = 0;
-  if (!(s = evaluate_bpb(*gpt, data, cfg.get_int("eval.tokens"), static_cast<int>(cfg.get_int("eval.batch")),
+  if (!(s = evaluate_bpb(*gpt, data, ec.set.eval_tokens, static_cast<int>(ec.set.eval_batch),
                          gpt->shape().seq_len, &bpb)).ok())
     return fail(s);
   CoreBundle bundle;
@@ -99,7 +99,7 @@ int print_against(const BpbArgs& a, EvalCheckpoint& ec, int64_t n, const BpbWind
                               std::to_string(gpt.shape().seq_len) + ", the same tokenizer"));
   double bpb_b = 0, se_b = 0, diff = 0, dse = 0;
   BpbWindows wb;
-  if (!(s = evaluate_bpb(*gpt_b, ec.data, n, static_cast<int>(ec.cfg.get_int("eval.batch")), gpt.shape().seq_len,
+  if (!(s = evaluate_bpb(*gpt_b, ec.data, n, static_cast<int>(ec.set.eval_batch), gpt.shape().seq_len,
                          &bpb_b, a.split, nullptr, &se_b, &wb)).ok())
     return fail(s);
   if (!bpb_difference(wa, wb, &diff, &dse))
@@ -114,13 +114,12 @@ int run_bpb(const BpbArgs& a) {
   EvalCheckpoint ec;
   Status s = open_checkpoint_for_eval(a.ckpt, a.data, EvalNeeds::kData, a.cross, &ec);
   if (!s.ok()) return fail(s);
-  const Config& cfg = ec.cfg;
   Gpt& gpt = *ec.gpt;
   const std::string& cross = ec.note;
-  int64_t n = a.tokens > 0 ? a.tokens : cfg.get_int("eval.tokens");
+  int64_t n = a.tokens > 0 ? a.tokens : ec.set.eval_tokens;
   double bpb = 0, se = 0;
   BpbWindows wa;
-  if (!(s = evaluate_bpb(gpt, ec.data, n, static_cast<int>(cfg.get_int("eval.batch")), gpt.shape().seq_len, &bpb,
+  if (!(s = evaluate_bpb(gpt, ec.data, n, static_cast<int>(ec.set.eval_batch), gpt.shape().seq_len, &bpb,
                          a.split, &n, &se, &wa)).ok())
     return fail(s);
   std::printf("%s_bpb: %.6f  (%lld tokens at seq_len %d; standard error of the sample %.6f)%s\n",

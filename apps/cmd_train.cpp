@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "dist/comm.h"
+#include "train/schema.h"
 #include "train/train.h"
 
 namespace frontier::cli {

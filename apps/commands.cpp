@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "train/train.h"
+#include "train/schema.h"
 
 namespace frontier::cli {
 

@@ -1,4 +1,4 @@
-// Checkpoints (train/checkpoint.h load_checkpoint, train/train.h load_trained_model): the input is read as
+// Checkpoints (train/checkpoint.h: load_checkpoint, load_trained_model): the input is read as
 // RUN_DIR/model.ckpt twice: as it is (magic, version, sizes, SHA-256 checks), and with the SHA-256 in its header
 // recomputed over the rest, so that mutations past the checksum reach what is parsed after it: the config (TOML,
 // through train_schema), the model it describes, the weight count and values, and the metadata JSON's run
@@ -18,7 +18,7 @@
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "train/identity.h"
-#include "train/train.h"
+#include "train/schema.h"
 #include "util/sha256.h"
 
 using namespace frontier;

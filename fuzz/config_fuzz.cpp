@@ -11,7 +11,7 @@
 
 #include "config/config.h"
 #include "model/model_config.h"
-#include "train/train.h"
+#include "train/schema.h"
 
 using namespace frontier;
 

@@ -27,7 +27,7 @@
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "train/identity.h"
-#include "train/train.h"
+#include "train/schema.h"
 
 using namespace frontier;
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """No include goes up a floor: the folder map of docs/architecture.md, checked against the code.
 
-Every folder of src/ (and apps/) sits on one floor. A file may include its own folder and any folder on a
+Every folder of src/ (and apps/, tools/) sits on one floor. A file may include its own folder and any folder on a
 lower floor; never a higher floor, and never a sibling on its own floor (siblings stay independent, so either
-can move without the other). This script reads every `#include "..."` in src/ and apps/, maps both ends to
-folders, and exits 1 naming each file:line and include that breaks the rule. It also fails when a folder of
+can move without the other). This script reads every `#include "..."` in src/, apps/ and tools/, maps both
+ends to folders, and exits 1 naming each file:line and include that breaks the rule. It also fails when a folder of
 src/ is on no floor, and when the floor table in docs/architecture.md differs from FLOORS below: the map is
 defined here, once, and the page must say the same.
 
@@ -34,7 +34,7 @@ FLOORS = [
     ["train"],                                  # a training run, checkpoints, identities
     ["export", "profile", "bench", "research"],  # tools over training: formats, profiles, benchmarks, loops
     ["advise", "arena"],                        # advise uses research; the arena scores submissions
-    ["apps"],                                   # the CLI
+    ["apps", "tools"],                          # the CLI; standalone measuring programs
 ]
 
 # Upward includes left in the tree, one line each with its reason:
@@ -54,15 +54,15 @@ def floor_of():
 
 
 def folder_of(rel):
-    """The folder of a path relative to ROOT: src/<folder>/... or apps/..."""
+    """The folder of a path relative to ROOT: src/<folder>/..., apps/... or tools/..."""
     parts = rel.split("/")
-    if parts[0] == "apps":
-        return "apps"
+    if parts[0] in ("apps", "tools"):
+        return parts[0]
     return parts[1] if parts[0] == "src" and len(parts) > 2 else None
 
 
 def source_files():
-    for top in ("src", "apps"):
+    for top in ("src", "apps", "tools"):
         for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, top)):
             dirnames.sort()
             for name in sorted(filenames):

@@ -1,6 +1,6 @@
 // `frontier bench` end to end on a tiny config: the training rows (tokens/s, MFU, forward+backward MFU, optimizer
 // share, 1-thread speedup), gradient accumulation, the PyTorch comparison (same GPT and optimizer in
-// bench/torch_speed.py, stock and with preloads), JSON and table agree, and bad flags are errors. Speeds are
+// python/torch_speed.py, stock and with preloads), JSON and table agree, and bad flags are errors. Speeds are
 // never asserted (noisy machines); only that each number is measured and consistent.
 #include <gtest/gtest.h>
 

@@ -9,7 +9,6 @@
 #include "tokenizer/tokenizer.h"
 #include "torch_peer.h"
 #include "train/checkpoint.h"
-#include "train/train.h"
 #include "train_fixture.h"
 #include "util/file.h"
 #include "calibrate/calibrate.h"

@@ -19,7 +19,7 @@
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "train/identity.h"
-#include "train/train.h"
+#include "train/schema.h"
 #include "train_fixture.h"
 #include "util/bf16.h"
 #include "util/file.h"

@@ -11,7 +11,7 @@
 #include "autograd/tape.h"
 #include "model/gpt.h"
 #include "model/model_config.h"
-#include "train/train.h"
+#include "train/schema.h"
 #include "ops/rope.h"
 
 namespace frontier {

@@ -9,7 +9,7 @@
 #include "model/model_config.h"
 #include "profile/profile.h"
 #include "test_util.h"
-#include "train/train.h"
+#include "train/schema.h"
 #include "util/file.h"
 
 using namespace frontier;

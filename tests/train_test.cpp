@@ -7,12 +7,12 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "data/val_windows.h"
+#include "eval/bpb.h"
 #include "eval/core_eval.h"
 #include "model/gpt.h"
 #include "tokenizer/tokenizer.h"
 #include "torch_peer.h"
 #include "train/checkpoint.h"
-#include "train/train.h"
 #include "train_fixture.h"
 #include "util/file.h"
 

@@ -23,7 +23,9 @@
 #include "kernels/isa.h"
 #include "model/model_config.h"
 #include "research/research.h"
-#include "train/train.h"
+#include "train/recipe.h"
+#include "train/schema.h"
+#include "train/settings.h"
 #include "train/step_parts.h"
 #include "util/cache_dir.h"
 #include "util/file.h"
@@ -112,6 +114,10 @@ std::string si(double v) {
 struct Advisor {
   const AdviseOptions& o;
   Config base;
+  // The base's keys, typed, as advise runs it (after setup's overrides: data, budget, threads, precision, ...).
+  TrainSettings settings;
+  ModelShapeKeys shape_keys;
+  LearningRates lrs;
   std::string data_dir, cache_dir, recipe_dir, machine, bin;
   int threads = 0, vocab = 0;
   int64_t train_tokens = 0;
@@ -128,8 +134,8 @@ struct Advisor {
 
   Status setup();
   // The step-time cache's key: the machine, the shape (depth, T, B) and the config fields that change a step's cost
-  // (width, heads, the loss's vocabulary chunk), read from c: the base for a candidate, a compared config's own.
-  std::string speed_key(const Config& c, int depth, int T, int B) const;
+  // (width, heads, the loss's vocabulary chunk), read from k: the base's for a candidate, a compared config's own.
+  std::string speed_key(const ModelShapeKeys& k, int depth, int T, int B) const;
   Status measure_speeds();
   Status sweep();
   Status fit();
@@ -158,7 +164,9 @@ Status Advisor::setup() {
   ConfigSchema schema = train_schema();
   base = schema.defaults();
   FRONTIER_RETURN_IF_ERROR(schema.load_toml(o.base, &base));
-  data_dir = o.data.empty() ? base.get_string("train.data") : o.data;
+  const TrainSettings given = train_settings(base);  // the base as written, before the overrides below
+  const int64_t given_vocab = read_model_shape_keys(base).vocab_size;
+  data_dir = o.data.empty() ? given.data : o.data;
   base.set("train.data", data_dir);
   base.set("train.budget_seconds", o.budget);
   base.set("train.total_batch_tokens", int64_t(0));
@@ -179,7 +187,7 @@ Status Advisor::setup() {
       LoaderConfig lc;
       lc.B = 1;
       lc.T = T;
-      lc.seed = static_cast<uint64_t>(base.get_int("train.seed"));
+      lc.seed = static_cast<uint64_t>(given.seed);
       lc.min_one_batch = false;
       FRONTIER_RETURN_IF_ERROR(l.init(shards, lc));
       std::vector<int32_t> x(T), y(T);
@@ -188,8 +196,8 @@ Status Advisor::setup() {
       used_share[T] = kept + lost > 0 ? kept / (kept + lost) : 1.0;
     }
   }
-  if (base.get_int("model.vocab_size") != 0 && base.get_int("model.vocab_size") != vocab)
-    return Status::error(o.base + " sets model.vocab_size = " + std::to_string(base.get_int("model.vocab_size")) +
+  if (given_vocab != 0 && given_vocab != vocab)
+    return Status::error(o.base + " sets model.vocab_size = " + std::to_string(given_vocab) +
                          " but " + data_dir + " has " + std::to_string(vocab) + " tokens: set it to 0 (the data's)");
   base.set("model.vocab_size", int64_t(vocab));
   if (!o.isa.empty()) {
@@ -200,11 +208,14 @@ Status Advisor::setup() {
   }
   if (o.threads > 0) base.set("train.threads", int64_t(o.threads));
   if (!o.precision.empty()) base.set("train.precision", o.precision);
-  FRONTIER_RETURN_IF_ERROR(resolve_precision(base.get_string("train.precision"), &prec));
-  threads = base.get_int("train.threads") > 0 ? static_cast<int>(base.get_int("train.threads")) : omp_get_num_procs();
+  settings = train_settings(base);
+  shape_keys = read_model_shape_keys(base);
+  lrs = read_learning_rates(base);
+  FRONTIER_RETURN_IF_ERROR(resolve_precision(settings.precision, &prec));
+  threads = settings.threads > 0 ? static_cast<int>(settings.threads) : omp_get_num_procs();
   std::string peak_src = peak_unit_name(peak_unit_for(prec, active_isa()));
-  if (base.get_float("train.peak_gflops") > 0) {
-    peak = base.get_float("train.peak_gflops");
+  if (settings.peak_gflops > 0) {
+    peak = settings.peak_gflops;
     peak_src = "train.peak_gflops";
   } else if (load_calibration(calibration_path(), threads, &cal)) {
     peak = cal.peak(peak_unit_for(prec, active_isa()));
@@ -256,7 +267,7 @@ Status Advisor::setup() {
     }
   }
 
-  const int B = static_cast<int>(base.get_int("train.micro_batch"));
+  const int B = static_cast<int>(settings.micro_batch);
   for (size_t r = 0; r < o.seq_lens.size(); r++) {
     for (int d : o.depths) {
       Candidate c;
@@ -311,25 +322,24 @@ std::map<std::string, std::string> Advisor::candidate_sets(const Candidate& c) c
 
 // The base's four learning rates times scale (the candidates' runs keep the base's ratios between them).
 std::map<std::string, std::string> Advisor::lr_sets(double scale) const {
-  std::map<std::string, std::string> sets;
-  for (const char* k : {"optim.matrix_lr", "optim.embedding_lr", "optim.unembedding_lr", "optim.scalar_lr"})
-    sets[k] = fmt("%.9g", base.get_float(k) * scale);
-  return sets;
+  return {{"optim.matrix_lr", fmt("%.9g", lrs.matrix * scale)},
+          {"optim.embedding_lr", fmt("%.9g", lrs.embedding * scale)},
+          {"optim.unembedding_lr", fmt("%.9g", lrs.unembedding * scale)},
+          {"optim.scalar_lr", fmt("%.9g", lrs.scalar * scale)}};
 }
 
-std::string Advisor::speed_key(const Config& b, int depth, int T, int B) const {
-  return machine + " | depth " + std::to_string(depth) + " aspect " + std::to_string(b.get_int("model.aspect_ratio")) +
-         " head_dim " + std::to_string(b.get_int("model.head_dim")) + " kv " +
-         std::to_string(b.get_int("model.n_kv_head")) + " dim " + std::to_string(b.get_int("model.dim")) + " T " +
+std::string Advisor::speed_key(const ModelShapeKeys& k, int depth, int T, int B) const {
+  return machine + " | depth " + std::to_string(depth) + " aspect " + std::to_string(k.aspect_ratio) + " head_dim " +
+         std::to_string(k.head_dim) + " kv " + std::to_string(k.n_kv_head) + " dim " + std::to_string(k.dim) + " T " +
          std::to_string(T) + " B " + std::to_string(B) + " V " + std::to_string(vocab) + " chunk " +
-         std::to_string(b.get_int("model.ce_vocab_chunk"));
+         std::to_string(k.ce_vocab_chunk);
 }
 
 Status Advisor::measure_speeds() {
   int measured = 0;
   for (size_t i = 0; i < cands.size(); i++) {
     Candidate& c = cands[i];
-    const std::string key = speed_key(base, c.depth, c.T, c.B);
+    const std::string key = speed_key(shape_keys, c.depth, c.T, c.B);
     auto it = speed.find(key);
     if (it == speed.end()) {
       if (StopSignals::received()) return Status::error("advise: stopped by a signal");
@@ -460,7 +470,7 @@ Status Advisor::sweep() {
                 static_cast<long long>(steps), si(double(steps) * c.B * c.T).c_str(), expected);
     std::fflush(stdout);
     // The budget only guards against a run that never ends: max_steps decides, on step progress.
-    TrialResult r = run_trial(ro, sets, 20 * expected + 120, static_cast<uint64_t>(base.get_int("train.seed")), dir);
+    TrialResult r = run_trial(ro, sets, 20 * expected + 120, static_cast<uint64_t>(settings.seed), dir);
     if (r.status == "interrupted") return Status::error("advise: " + r.error);
     if (r.status != "ok") {
       std::printf("failed: %s\n", r.error.c_str());
@@ -491,7 +501,7 @@ Status Advisor::fit() {
   std::vector<const json*> src;
   for (const auto& p : points) {
     auto it = std::find(o.seq_lens.begin(), o.seq_lens.end(), p.value("seq_len", 0));
-    if (it == o.seq_lens.end() || p.value("micro_batch", 0) != base.get_int("train.micro_batch")) continue;
+    if (it == o.seq_lens.end() || p.value("micro_batch", 0) != settings.micro_batch) continue;
     pts.push_back({p.value("n_ne", 0.0), double(p.value("tokens", int64_t(0))),
                    static_cast<int>(it - o.seq_lens.begin()), p.value("val_bpb", 0.0)});
     src.push_back(&p);
@@ -599,7 +609,7 @@ Status Advisor::run_at_budget(const std::string& label, const std::string& confi
   *measured = 0;
   const std::string shape = c != nullptr ? c->label() : "";
   const std::string scale_key = lr_scale == 1.0 ? "" : fmt(" lr x %.9g", lr_scale);  // rows before it have none
-  const uint64_t base_seed = static_cast<uint64_t>(base.get_int("train.seed"));
+  const uint64_t base_seed = static_cast<uint64_t>(settings.seed);
   if (seed == 0) seed = base_seed;
   // Rows written before levers and seeds have neither: theirs are "" and the base's seed.
   const std::string lever_key = sets_key(extra);
@@ -687,18 +697,19 @@ Status Advisor::compare() {
     cc.set("train.data", data_dir);
     cc.set("model.vocab_size", int64_t(vocab));
     cc.set("train.threads", int64_t(threads));
-    const int depth = static_cast<int>(cc.get_int("model.depth")), T = static_cast<int>(cc.get_int("model.seq_len"));
-    const int B = static_cast<int>(cc.get_int("train.micro_batch"));
+    const ModelShapeKeys ck = read_model_shape_keys(cc);
+    const TrainSettings cs = train_settings(cc);
+    const int depth = static_cast<int>(ck.depth), T = static_cast<int>(ck.seq_len);
+    const int B = static_cast<int>(cs.micro_batch);
     // Its step time: a config of a candidate's shape (the speed key's fields, the same precision, no accumulation;
     // learning rates and schedule do not change the step's cost) shares that shape's probe, so two configs of one
     // shape train the same number of steps, and the comparison is of recipes, not of two noisy probes (the
     // quick start's tiny.toml once got 2,090 steps at 300 s from its own probe while its shape's got 2,492).
     // Any other config is timed on its own, as the candidates were, and cached alike.
-    const std::string shape_key = speed_key(cc, depth, T, B);
-    const bool same_shape = shape_key == speed_key(base, depth, T, B) &&
-                            cc.get_int("train.total_batch_tokens") == 0 &&
-                            cc.values().at("train.precision") == base.values().at("train.precision");
-    const std::string key = speed_key(base, depth, T, B) + (same_shape ? "" : " | " + path);
+    const std::string shape_key = speed_key(ck, depth, T, B);
+    const bool same_shape = shape_key == speed_key(shape_keys, depth, T, B) && cs.total_batch_tokens == 0 &&
+                            cs.precision == settings.precision;
+    const std::string key = speed_key(shape_keys, depth, T, B) + (same_shape ? "" : " | " + path);
     if (!speed.contains(key)) {
       StepParts p;
       Status s = time_step(cc, threads, &p);
@@ -711,7 +722,7 @@ Status Advisor::compare() {
     // sequences, no accumulation, and the recipe of the base (same optim.*, schedule, seed, eval, precision).
     double predicted = 0;
     auto it = std::find(o.seq_lens.begin(), o.seq_lens.end(), T);
-    bool same_recipe = cc.get_int("train.total_batch_tokens") == 0 && B == base.get_int("train.micro_batch");
+    bool same_recipe = cs.total_batch_tokens == 0 && B == settings.micro_batch;
     for (const auto& [k, v] : base.values()) {
       bool rk = k.rfind("optim.", 0) == 0 || k == "train.warmdown_ratio" || k == "train.warmup_ratio" ||
                 k == "train.final_lr_frac" || k == "train.seed" || k == "train.precision" ||
@@ -736,7 +747,7 @@ Status Advisor::compare() {
 // stage and now does not count as the lever's cost. Cached with the lever's keys.
 Status Advisor::lever_step_time(const Config& base_cfg, const Config& lever_cfg, const std::string& what,
                                 const Candidate& pick, double* step_s) {
-  const std::string key = speed_key(base, pick.depth, pick.T, pick.B) + " | " + sha256_hex(lever_cfg.to_toml()).substr(0, 16);
+  const std::string key = speed_key(shape_keys, pick.depth, pick.T, pick.B) + " | " + sha256_hex(lever_cfg.to_toml()).substr(0, 16);
   if (!speed.contains(key)) {
     StepParts pb, pl;
     Status st = time_step(base_cfg, threads, &pb);
@@ -760,7 +771,7 @@ Status Advisor::lever_stage(const Candidate& pick, double lr_scale, double base_
   std::vector<Lever> levers;
   FRONTIER_RETURN_IF_ERROR(parse_levers(o.levers, &levers));
   if (levers.empty()) return ok_status();
-  const uint64_t seed0 = static_cast<uint64_t>(base.get_int("train.seed"));
+  const uint64_t seed0 = static_cast<uint64_t>(settings.seed);
   const int nseeds = std::max(1, o.seeds);
   auto mean_sd = [](const std::vector<double>& v, double* m, double* sd) {
     *m = 0;

@@ -269,143 +269,194 @@ Status evaluation_worker(const Competition& c, const std::string& phase, const s
   }
 }
 
-void score_submission(const Competition& c, const Submission& s, const ScoreOptions& o, RecordRow* row) {
-  RecordRow& r = *row;
-  r.event = "run";
-  r.team = s.team;
-  r.submission = s.hash;
-  r.kind = s.kind;
-  r.phase = s.phase;
-  r.started_at = utc_now();
-  r.machine = machine_summary(c);
-  nlohmann::json details = {{"competition_sha256", c.sha256}, {"commit", s.commit}, {"repo", s.repo}};
+namespace {
+
+// One submission through the scorer, phase by phase: the checks and the work directory, the fork's build (a fork),
+// the training on the scorer's clock, the evaluation in a worker process. A phase returns true to go on; done()
+// fills in the row's outcome and returns false, so that a phase ends the run with `return done(...)`.
+class ScoredRun {
+ public:
+  ScoredRun(const Competition& c, const Submission& s, const ScoreOptions& o, RecordRow* row)
+      : c_(c), s_(s), o_(o), r_(*row), bin_(o.organiser_binary) {}
+  void run();
+
+ private:
   // reason: public (the fixed vocabulary of the organiser's own words); raw: what the team's process printed, for
   // the private log only.
-  auto done = [&](const std::string& status, const std::string& reason, const std::string& raw = "") {
-    r.status = status;
-    r.reason = reason;
-    r.details = details.dump();
-    r.finished_at = utc_now();
-    private_note(c, r, raw);
-    say(o, s.team + " " + s.hash.substr(0, 12) + ": " + status + (reason.empty() ? "" : " (" + reason + ")"));
-  };
-  const Phase* ph = c.phase(s.phase);
-  if (!ph) return done("rejected", "the competition has no phase '" + s.phase + "' any more");
-  r.metric = ph->metric;
-  r.budget_s = ph->budget_seconds;
+  bool done(const std::string& status, const std::string& reason, const std::string& raw = "");
+  std::string who() const { return s_.team + " " + s_.hash.substr(0, 12); }
+  bool check_and_prepare();
+  bool build_fork();
+  bool train();
+  bool evaluate();
+
+  const Competition& c_;
+  const Submission& s_;
+  const ScoreOptions& o_;
+  RecordRow& r_;
+  nlohmann::json details_;
+  const Phase* ph_ = nullptr;
+  std::string work_;  // the submission's work directory
+  std::string bin_;   // the frontier that trains and serves: the organiser's build, or the fork's
+};
+
+void ScoredRun::run() {
+  r_.event = "run";
+  r_.team = s_.team;
+  r_.submission = s_.hash;
+  r_.kind = s_.kind;
+  r_.phase = s_.phase;
+  r_.started_at = utc_now();
+  r_.machine = machine_summary(c_);
+  details_ = {{"competition_sha256", c_.sha256}, {"commit", s_.commit}, {"repo", s_.repo}};
+  if (!check_and_prepare()) return;
+  if (s_.kind == "fork" && !build_fork()) return;
+  if (!train()) return;
+  evaluate();
+}
+
+bool ScoredRun::done(const std::string& status, const std::string& reason, const std::string& raw) {
+  r_.status = status;
+  r_.reason = reason;
+  r_.details = details_.dump();
+  r_.finished_at = utc_now();
+  private_note(c_, r_, raw);
+  say(o_, who() + ": " + status + (reason.empty() ? "" : " (" + reason + ")"));
+  return false;
+}
+
+// The phase and the config (no frozen key), then a fresh work directory with the config in it.
+bool ScoredRun::check_and_prepare() {
+  ph_ = c_.phase(s_.phase);
+  if (!ph_) return done("rejected", "the competition has no phase '" + s_.phase + "' any more");
+  r_.metric = ph_->metric;
+  r_.budget_s = ph_->budget_seconds;
   Status parse;
-  std::string frozen = frozen_key_in(s.config_text, "config.toml", &parse);
+  std::string frozen = frozen_key_in(s_.config_text, "config.toml", &parse);
   if (!parse.ok()) return done("rejected", "config: " + parse.message());
   if (!frozen.empty()) return done("rejected", "config sets " + frozen + ", which the competition fixes");
 
-  const std::string work = c.work_dir + "/" + s.hash.substr(0, 12) + "-" + s.phase;
+  work_ = c_.work_dir + "/" + s_.hash.substr(0, 12) + "-" + s_.phase;
   std::error_code ec;
-  fs::remove_all(work, ec);
-  Status st = make_dirs(work);
-  if (st.ok()) st = write_file_atomic(work + "/config.toml", s.config_text);
+  fs::remove_all(work_, ec);
+  Status st = make_dirs(work_);
+  if (st.ok()) st = write_file_atomic(work_ + "/config.toml", s_.config_text);
   if (!st.ok()) return done("eval_failed", "scorer error", "scorer: " + st.message());
-  details["work_dir"] = work;
+  details_["work_dir"] = work_;
+  return true;
+}
 
-  // The binary: the organiser's build, or the fork built from its commit in a clean directory.
-  std::string bin = o.organiser_binary;
-  if (s.kind == "fork") {
-    say(o, s.team + " " + s.hash.substr(0, 12) + ": building the fork at " + s.commit.substr(0, 12));
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::string log = work + "/build.log";
-    double left = c.build_timeout_seconds;
-    const char* stage = "clone";
-    Step b = run_logged({"git", "clone", "--quiet", "--no-hardlinks", s.dir + "/repo.git", work + "/src"}, "", log,
-                        left, true, true);
-    if (b.ok) {
-      stage = "checkout";
-      b = run_logged({"git", "-C", work + "/src", "checkout", "--quiet", "--detach", s.commit}, "", log,
-                     left - since(t0), true, true);
-    }
-    if (b.ok) {
-      stage = "configure";
-      std::vector<std::string> cfg = {"cmake", "-S", work + "/src", "-B", work + "/build"};
-      cfg.insert(cfg.end(), c.cmake_args.begin(), c.cmake_args.end());
-      b = run_logged(cfg, "", log, std::max(1.0, left - since(t0)), true, true);
-    }
-    if (b.ok) {
-      stage = "build";
-      b = run_logged({"cmake", "--build", work + "/build", "--target", "frontier", "-j", std::to_string(c.build_jobs)},
-                     "", log, std::max(1.0, left - since(t0)), true, true);
-    }
-    r.build_s = since(t0);
-    std::string digest;
-    if (sha256_file(log, &digest).ok()) details["build_log_sha256"] = digest;
-    if (!b.ok)
-      return done("build_failed", b.timed_out ? "the build took longer than " +
-                                                    std::to_string(static_cast<int>(c.build_timeout_seconds)) + " s"
-                                              : "build failed (" + std::string(stage) + ": " + b.ended + ")",
-                  b.why);
-    bin = work + "/build/frontier";
-    if (!file_exists(bin)) return done("build_failed", "the build made no build/frontier");
+// The fork built from its commit in a clean directory: clone, checkout, configure, build, under one timeout.
+bool ScoredRun::build_fork() {
+  say(o_, who() + ": building the fork at " + s_.commit.substr(0, 12));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string log = work_ + "/build.log";
+  double left = c_.build_timeout_seconds;
+  const char* stage = "clone";
+  Step b = run_logged({"git", "clone", "--quiet", "--no-hardlinks", s_.dir + "/repo.git", work_ + "/src"}, "", log,
+                      left, true, true);
+  if (b.ok) {
+    stage = "checkout";
+    b = run_logged({"git", "-C", work_ + "/src", "checkout", "--quiet", "--detach", s_.commit}, "", log,
+                   left - since(t0), true, true);
   }
+  if (b.ok) {
+    stage = "configure";
+    std::vector<std::string> cfg = {"cmake", "-S", work_ + "/src", "-B", work_ + "/build"};
+    cfg.insert(cfg.end(), c_.cmake_args.begin(), c_.cmake_args.end());
+    b = run_logged(cfg, "", log, std::max(1.0, left - since(t0)), true, true);
+  }
+  if (b.ok) {
+    stage = "build";
+    b = run_logged({"cmake", "--build", work_ + "/build", "--target", "frontier", "-j", std::to_string(c_.build_jobs)},
+                   "", log, std::max(1.0, left - since(t0)), true, true);
+  }
+  r_.build_s = since(t0);
+  std::string digest;
+  if (sha256_file(log, &digest).ok()) details_["build_log_sha256"] = digest;
+  if (!b.ok)
+    return done("build_failed", b.timed_out ? "the build took longer than " +
+                                                  std::to_string(static_cast<int>(c_.build_timeout_seconds)) + " s"
+                                            : "build failed (" + std::string(stage) + ": " + b.ended + ")",
+                b.why);
+  bin_ = work_ + "/build/frontier";
+  if (!file_exists(bin_)) return done("build_failed", "the build made no build/frontier");
+  return true;
+}
 
-  // Training, on the scorer's clock.
-  say(o, s.team + " " + s.hash.substr(0, 12) + ": training (" + std::to_string(ph->budget_seconds) + " s budget)");
-  const std::string run_dir = work + "/run", log = work + "/train.log";
-  std::vector<std::string> argv = {bin,     "train", "--config", work + "/config.toml", "--budget",
-                                   std::to_string(ph->budget_seconds), "--data", c.train_data,
-                                   "--set", "train.run_dir=" + run_dir, "--set", "train.threads=" + std::to_string(ph->threads),
+// Training, on the scorer's clock: killed past the budget + grace; it must leave a checkpoint.
+bool ScoredRun::train() {
+  say(o_, who() + ": training (" + std::to_string(ph_->budget_seconds) + " s budget)");
+  const std::string run_dir = work_ + "/run", log = work_ + "/train.log";
+  std::vector<std::string> argv = {bin_,     "train", "--config", work_ + "/config.toml", "--budget",
+                                   std::to_string(ph_->budget_seconds), "--data", c_.train_data,
+                                   "--set", "train.run_dir=" + run_dir,
+                                   "--set", "train.threads=" + std::to_string(ph_->threads),
                                    // the team's own end-of-run val_bpb is not used: one batch, not the grace's time
                                    "--set", "eval.tokens=1"};
-  if (ph->ranks > 1) {
-    std::vector<std::string> launch = {"mpirun", "-np", std::to_string(ph->ranks)};
+  if (ph_->ranks > 1) {
+    std::vector<std::string> launch = {"mpirun", "-np", std::to_string(ph_->ranks)};
     if (geteuid() == 0) launch.push_back("--allow-run-as-root");
     argv.insert(argv.begin(), launch.begin(), launch.end());
   }
-  const double limit = ph->budget_seconds + ph->grace_seconds;
-  Step t = run_logged(argv, work, log, limit, false);
-  r.train_s = t.seconds;
+  const double limit = ph_->budget_seconds + ph_->grace_seconds;
+  Step t = run_logged(argv, work_, log, limit, false);
+  r_.train_s = t.seconds;
   std::string digest;
-  if (sha256_file(log, &digest).ok()) r.log_sha256 = digest;
-  details["team_summary"] = team_summary(log);
+  if (sha256_file(log, &digest).ok()) r_.log_sha256 = digest;
+  details_["team_summary"] = team_summary(log);
   char buf[160];
   if (t.timed_out) {
     std::snprintf(buf, sizeof(buf), "killed after %.1f s by the scorer's clock: past the budget %g s + grace %g s",
-                  t.seconds, ph->budget_seconds, ph->grace_seconds);
+                  t.seconds, ph_->budget_seconds, ph_->grace_seconds);
     return done("overstayed", buf);
   }
   if (!t.ok) return done("crashed", "crashed (" + t.ended + ")", "training " + t.why);
   const std::string ckpt = run_dir + "/model.ckpt";
   if (!file_exists(ckpt)) return done("eval_failed", "training ended without a checkpoint (no run/model.ckpt)");
+  return true;
+}
 
-  // The frozen evaluator, in a child process of the organiser's binary (evaluation_worker): the team's tokenizer
-  // and server are loaded and run there, under limits, so a tokenizer that hangs the loader, one that asks for all
-  // the memory, or a server that kills the process that started it ends that child, never this scorer.
-  say(o, s.team + " " + s.hash.substr(0, 12) + ": evaluating through the team's server");
+// The frozen evaluator, in a child process of the organiser's binary (evaluation_worker): the team's tokenizer
+// and server are loaded and run there, under limits, so a tokenizer that hangs the loader, one that asks for all
+// the memory, or a server that kills the process that started it ends that child, never this scorer.
+bool ScoredRun::evaluate() {
+  say(o_, who() + ": evaluating through the team's server");
   Subprocess w;
-  w.argv = {o.evaluator_binary, "arena", "evaluate", "--competition", c.path, "--phase", s.phase, "--work", work,
-            "--binary", bin, "--seed", std::to_string(o.seed)};
-  w.stdout_path = work + "/eval_worker.log";
+  w.argv = {o_.evaluator_binary, "arena", "evaluate", "--competition", c_.path, "--phase", s_.phase, "--work", work_,
+            "--binary", bin_, "--seed", std::to_string(o_.seed)};
+  w.stdout_path = work_ + "/eval_worker.log";
   w.stderr_to_stdout = true;
-  w.timeout_s = c.eval_timeout_seconds + c.grace_seconds;
-  std::remove((work + "/eval_result.json").c_str());
+  w.timeout_s = c_.eval_timeout_seconds + c_.grace_seconds;
+  std::remove((work_ + "/eval_result.json").c_str());
   SubprocessResult wr;
-  st = run_subprocess(w, &wr);
-  r.eval_s = wr.seconds;
+  Status st = run_subprocess(w, &wr);
+  r_.eval_s = wr.seconds;
   if (!st.ok()) return done("eval_failed", "scorer error", "evaluation worker: " + st.message());
   if (wr.timed_out) return done("eval_failed", "timeout", "the evaluation passed eval_timeout_seconds + grace_seconds");
   if (wr.signal) return done("eval_failed", "crashed (signal " + std::to_string(wr.signal) + ")",
                              "evaluation worker " + wr.describe(w) + ": " + log_reason(w.stdout_path, false));
-  nlohmann::json res = nlohmann::json::parse(read_tail(work + "/eval_result.json", 64 << 20), nullptr, false);
+  nlohmann::json res = nlohmann::json::parse(read_tail(work_ + "/eval_result.json", 64 << 20), nullptr, false);
   if (!wr.ok() || !res.is_object() || !res.contains("verdict") || !res["verdict"].is_string() ||
       !res.value("public_reason", nlohmann::json()).is_string())
     return done("eval_failed", "evaluation error (" + ended_by(wr) + ")",
                 "evaluation worker " + wr.describe(w) + ": " + log_reason(w.stdout_path, false));
   const std::string verdict = res["verdict"], pub = res["public_reason"];
-  if (res.contains("eval")) details["eval"] = res["eval"];
-  if (res.contains("tokenizer")) details["tokenizer"] = res["tokenizer"];
+  if (res.contains("eval")) details_["eval"] = res["eval"];
+  if (res.contains("tokenizer")) details_["tokenizer"] = res["tokenizer"];
   if (verdict == "failed") return done("eval_failed", pub, res.value("private_reason", ""));
   if (verdict != "ok") return done("disqualified", pub);
   const double kNaN = std::nan("");  // a double: value(key, NAN) would read the numbers back as float
-  r.val_bpb = res.value("val_bpb", kNaN);
-  r.score = res.value("score", kNaN);
-  if (res.contains("core")) r.core = res.value("core", kNaN);
+  r_.val_bpb = res.value("val_bpb", kNaN);
+  r_.score = res.value("score", kNaN);
+  if (res.contains("core")) r_.core = res.value("core", kNaN);
   return done("ok", "");
+}
+
+}  // namespace
+
+void score_submission(const Competition& c, const Submission& s, const ScoreOptions& o, RecordRow* row) {
+  ScoredRun(c, s, o, row).run();
 }
 
 Status score_pending(const Competition& c, Record& rec, const ScoreOptions& o, const std::string& hash,

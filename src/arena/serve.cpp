@@ -6,7 +6,7 @@
 
 #include "arena/protocol.h"
 #include "model/gpt.h"
-#include "train/train.h"
+#include "train/checkpoint.h"
 
 namespace frontier {
 

@@ -5,7 +5,7 @@
 
 #include "config/frozen_keys.h"
 #include "config/tomlpp.h"
-#include "train/train.h"
+#include "train/schema.h"
 #include "util/file.h"
 #include "util/sha256.h"
 #include "util/subprocess.h"
@@ -80,106 +80,160 @@ std::string frozen_key_in(const std::string& text, const std::string& origin, St
   return "";
 }
 
-Status submit(const Competition& c, Record& rec, const SubmitRequest& q, Submission* out, RecordRow* row) {
-  RecordRow r;
-  r.event = "submission";
-  r.team = q.team;
-  r.phase = q.phase;
-  r.kind = q.repo.empty() && q.commit.empty() ? "config" : "fork";
-  r.started_at = utc_now();
+namespace {
+
+// One `arena submit`, phase by phase: the request (team, phase, kind, config file), the fork's clone, the config's
+// keys, the files staged in a private incoming folder, the row appended. Every way out after the chain's check
+// appends the row: an accepted submission, and each reason to refuse one (refuse()).
+class Intake {
+ public:
+  Intake(const Competition& c, Record& rec, const SubmitRequest& q, RecordRow* row)
+      : c_(c), rec_(rec), q_(q), row_(row) {}
+  Status run(Submission* out);
+
+ private:
+  Status refuse(const std::string& status, const std::string& reason);
+  Status refuse_clean(const std::string& status, const std::string& reason);  // also removes the incoming folder
+  Status check_request();
+  Status fetch_fork();
+  Status check_config();
+  Status stage_files();
+  Status append_row();
+
+  const Competition& c_;
+  Record& rec_;
+  const SubmitRequest& q_;
+  RecordRow* row_;
+  RecordRow r_;
+  const Phase* ph_ = nullptr;
+  std::string config_, commit_;
+  std::string tmp_;  // the private incoming folder
+  Submission sub_;
+};
+
+Status Intake::run(Submission* out) {
+  r_.event = "submission";
+  r_.team = q_.team;
+  r_.phase = q_.phase;
+  r_.kind = q_.repo.empty() && q_.commit.empty() ? "config" : "fork";
+  r_.started_at = utc_now();
   // A broken chain takes no new row, not even a refusal: said before any work (a clone) is done.
   VerifyReport v;
-  FRONTIER_RETURN_IF_ERROR(rec.verify(&v));
-  FRONTIER_RETURN_IF_ERROR(v.status(rec.path()));
-  const Phase* ph = c.phase(q.phase);
-  if (ph) r.metric = ph->metric;
-  // Every way out appends the row: an accepted submission, and each reason to refuse one.
-  auto refuse = [&](const std::string& status, const std::string& reason) {
-    r.status = status;
-    r.reason = reason;
-    r.finished_at = utc_now();
-    Status s = rec.append(&r);
-    *row = r;
-    if (!s.ok()) return Status::error(reason + " (and it could not be recorded: " + s.message() + ")");
-    return Status::error(reason);
-  };
-  if (!valid_team(q.team))
-    return refuse("rejected", "team name '" + utf8_replace_invalid(q.team) +
-                                  "' must be 1-64 letters, digits, spaces, '-', '_' or '.'");
-  if (!ph) {
-    std::string names;
-    for (const auto& p : c.phases) names += (names.empty() ? "" : ", ") + p.name;
-    return refuse("rejected", "no phase '" + q.phase + "' in " + c.path + " (phases: " + names + ")");
-  }
-  if (r.kind == "fork" && (q.repo.empty() || q.commit.empty()))
-    return refuse("rejected", "a fork submission needs both --repo and --commit");
-  std::string config;
-  Status s = read_file(q.config_path, &config);
-  if (!s.ok()) return refuse("rejected", "config: " + s.message());
-  if (utf8_first_invalid(config) != std::string::npos) return refuse("rejected", q.config_path + " is not valid UTF-8");
+  FRONTIER_RETURN_IF_ERROR(rec_.verify(&v));
+  FRONTIER_RETURN_IF_ERROR(v.status(rec_.path()));
+  ph_ = c_.phase(q_.phase);
+  if (ph_) r_.metric = ph_->metric;
+  FRONTIER_RETURN_IF_ERROR(check_request());
+  FRONTIER_RETURN_IF_ERROR(fetch_fork());
+  nlohmann::json content = {{"phase", q_.phase}, {"kind", r_.kind}, {"commit", commit_}, {"config", config_}};
+  r_.submission = sha256_hex("frontier-arena-submission-1\n" + content.dump());
+  FRONTIER_RETURN_IF_ERROR(check_config());
+  FRONTIER_RETURN_IF_ERROR(stage_files());
+  FRONTIER_RETURN_IF_ERROR(append_row());
+  *row_ = r_;
+  if (r_.status != "accepted") return Status::error(r_.reason);
+  *out = sub_;
+  return ok_status();
+}
 
-  // A fork: clone it now (bare) and resolve the commit, so the submission holds exactly what will be built.
-  const std::string tmp = c.submissions_dir + "/.incoming-" + std::to_string(::getpid());
+Status Intake::refuse(const std::string& status, const std::string& reason) {
+  r_.status = status;
+  r_.reason = reason;
+  r_.finished_at = utc_now();
+  Status s = rec_.append(&r_);
+  *row_ = r_;
+  if (!s.ok()) return Status::error(reason + " (and it could not be recorded: " + s.message() + ")");
+  return Status::error(reason);
+}
+
+Status Intake::refuse_clean(const std::string& status, const std::string& reason) {
   std::error_code ec;
-  fs::remove_all(tmp, ec);
-  std::string commit;
-  if (r.kind == "fork") {
-    FRONTIER_RETURN_IF_ERROR(make_dirs(c.submissions_dir));
-    std::string why;
-    if (!git({"clone", "--bare", "--quiet", "--no-hardlinks", q.repo, tmp + "/repo.git"}, 600, nullptr, &why)) {
-      fs::remove_all(tmp, ec);
-      return refuse("rejected", "repository " + q.repo + " cannot be cloned: " + why);
-    }
-    if (!git({"-C", tmp + "/repo.git", "rev-parse", "--verify", "--quiet", q.commit + "^{commit}"}, 60, &commit, &why)) {
-      fs::remove_all(tmp, ec);
-      return refuse("rejected", "commit " + q.commit + " does not exist in " + q.repo);
-    }
-  }
-  nlohmann::json content = {{"phase", q.phase}, {"kind", r.kind}, {"commit", commit}, {"config", config}};
-  r.submission = sha256_hex("frontier-arena-submission-1\n" + content.dump());
-  auto refuse_clean = [&](const std::string& status, const std::string& reason) {
-    fs::remove_all(tmp, ec);
-    return refuse(status, reason);
-  };
+  fs::remove_all(tmp_, ec);
+  return refuse(status, reason);
+}
 
-  // The config: frozen keys for every kind; unknown keys against the organiser's schema for its own build (a
-  // fork may add keys, and its own `train` refuses the ones it does not know).
+// The team's name, the phase, a fork's repository and commit, and the config file (readable, UTF-8).
+Status Intake::check_request() {
+  if (!valid_team(q_.team))
+    return refuse("rejected", "team name '" + utf8_replace_invalid(q_.team) +
+                                  "' must be 1-64 letters, digits, spaces, '-', '_' or '.'");
+  if (!ph_) {
+    std::string names;
+    for (const auto& p : c_.phases) names += (names.empty() ? "" : ", ") + p.name;
+    return refuse("rejected", "no phase '" + q_.phase + "' in " + c_.path + " (phases: " + names + ")");
+  }
+  if (r_.kind == "fork" && (q_.repo.empty() || q_.commit.empty()))
+    return refuse("rejected", "a fork submission needs both --repo and --commit");
+  Status s = read_file(q_.config_path, &config_);
+  if (!s.ok()) return refuse("rejected", "config: " + s.message());
+  if (utf8_first_invalid(config_) != std::string::npos)
+    return refuse("rejected", q_.config_path + " is not valid UTF-8");
+  return ok_status();
+}
+
+// A fork: clone it now (bare) and resolve the commit, so the submission holds exactly what will be built.
+Status Intake::fetch_fork() {
+  tmp_ = c_.submissions_dir + "/.incoming-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp_, ec);
+  if (r_.kind != "fork") return ok_status();
+  FRONTIER_RETURN_IF_ERROR(make_dirs(c_.submissions_dir));
+  std::string why;
+  if (!git({"clone", "--bare", "--quiet", "--no-hardlinks", q_.repo, tmp_ + "/repo.git"}, 600, nullptr, &why))
+    return refuse_clean("rejected", "repository " + q_.repo + " cannot be cloned: " + why);
+  if (!git({"-C", tmp_ + "/repo.git", "rev-parse", "--verify", "--quiet", q_.commit + "^{commit}"}, 60, &commit_,
+           &why))
+    return refuse_clean("rejected", "commit " + q_.commit + " does not exist in " + q_.repo);
+  return ok_status();
+}
+
+// The config: frozen keys for every kind; unknown keys against the organiser's schema for its own build (a
+// fork may add keys, and its own `train` refuses the ones it does not know).
+Status Intake::check_config() {
   Status parse;
-  std::string frozen = frozen_key_in(config, q.config_path, &parse);
+  std::string frozen = frozen_key_in(config_, q_.config_path, &parse);
   if (!parse.ok()) return refuse_clean("rejected", "config: " + parse.message());
   if (!frozen.empty())
     return refuse_clean("rejected", "config sets " + frozen + ", which the competition fixes (" +
                                         frozen_key(frozen)->why + "); remove it");
-  if (r.kind == "config") {
+  if (r_.kind == "config") {
     ConfigSchema schema = train_schema();
     Config cfg = schema.defaults();
-    Status v = schema.load_toml_string(config, q.config_path, &cfg);
+    Status v = schema.load_toml_string(config_, q_.config_path, &cfg);
     if (!v.ok()) return refuse_clean("rejected", "config: " + v.message());
   }
+  return ok_status();
+}
 
-  Submission sub;
-  sub.hash = r.submission;
-  sub.team = q.team;
-  sub.kind = r.kind;
-  sub.phase = q.phase;
-  sub.repo = q.repo;
-  sub.commit = commit;
-  sub.config_text = config;
-  sub.submitted_at = r.started_at;
-  sub.dir = c.submissions_dir + "/" + sub.hash;
-  // The files go into the private incoming folder first; they are moved into place, and the row appended, inside
-  // one write transaction of the record, so two submits of the same content cannot both be accepted (the second
-  // one in waits for the first's transaction, then finds its accepted row) and never overwrite each other's files.
-  Status w = make_dirs(tmp);
-  if (w.ok()) w = write_file_atomic(tmp + "/config.toml", config);
-  nlohmann::json j = {{"hash", sub.hash},     {"team", sub.team},     {"kind", sub.kind},
-                      {"phase", sub.phase},   {"repo", sub.repo},     {"commit", sub.commit},
-                      {"submitted_at", sub.submitted_at}};
-  if (w.ok()) w = write_file_atomic(tmp + "/submission.json", j.dump(2) + "\n");
+// The files go into the private incoming folder first; append_row() moves them into place.
+Status Intake::stage_files() {
+  sub_.hash = r_.submission;
+  sub_.team = q_.team;
+  sub_.kind = r_.kind;
+  sub_.phase = q_.phase;
+  sub_.repo = q_.repo;
+  sub_.commit = commit_;
+  sub_.config_text = config_;
+  sub_.submitted_at = r_.started_at;
+  sub_.dir = c_.submissions_dir + "/" + sub_.hash;
+  Status w = make_dirs(tmp_);
+  if (w.ok()) w = write_file_atomic(tmp_ + "/config.toml", config_);
+  nlohmann::json j = {{"hash", sub_.hash},     {"team", sub_.team},     {"kind", sub_.kind},
+                      {"phase", sub_.phase},   {"repo", sub_.repo},     {"commit", sub_.commit},
+                      {"submitted_at", sub_.submitted_at}};
+  if (w.ok()) w = write_file_atomic(tmp_ + "/submission.json", j.dump(2) + "\n");
   if (!w.ok()) return refuse_clean("rejected", "cannot write the submission: " + w.message());
-  r.status = "accepted";
-  r.details = nlohmann::json({{"repo", sub.repo}, {"commit", sub.commit}}).dump();
-  Status s2 = rec.append_checked(&r, [&](const std::vector<RecordRow>& rows, RecordRow* row) {
+  return ok_status();
+}
+
+// The files are moved into place, and the row appended, inside one write transaction of the record, so two
+// submits of the same content cannot both be accepted (the second one in waits for the first's transaction, then
+// finds its accepted row) and never overwrite each other's files.
+Status Intake::append_row() {
+  std::error_code ec;
+  r_.status = "accepted";
+  r_.details = nlohmann::json({{"repo", sub_.repo}, {"commit", sub_.commit}}).dump();
+  Status s2 = rec_.append_checked(&r_, [&](const std::vector<RecordRow>& rows, RecordRow* row) {
     // Duplicates: the same content already accepted (by any team).
     for (const auto& e : rows)
       if (e.event == "submission" && e.status == "accepted" && e.submission == row->submission) {
@@ -188,23 +242,26 @@ Status submit(const Competition& c, Record& rec, const SubmitRequest& q, Submiss
                       e.recorded_at + "): same phase, commit and config";
         row->details.clear();
         row->finished_at = utc_now();
-        fs::remove_all(tmp, ec);
+        fs::remove_all(tmp_, ec);
         return ok_status();
       }
-    fs::remove_all(sub.dir, ec);  // a leftover of an interrupted submit (no accepted row names it)
-    fs::rename(tmp, sub.dir, ec);
-    if (ec) return Status::error("cannot move the submission into " + sub.dir + ": " + ec.message());
+    fs::remove_all(sub_.dir, ec);  // a leftover of an interrupted submit (no accepted row names it)
+    fs::rename(tmp_, sub_.dir, ec);
+    if (ec) return Status::error("cannot move the submission into " + sub_.dir + ": " + ec.message());
     row->finished_at = utc_now();
     return ok_status();
   });
   if (!s2.ok()) {
-    fs::remove_all(tmp, ec);
+    fs::remove_all(tmp_, ec);
     return s2;
   }
-  *row = r;
-  if (r.status != "accepted") return Status::error(r.reason);
-  *out = sub;
   return ok_status();
+}
+
+}  // namespace
+
+Status submit(const Competition& c, Record& rec, const SubmitRequest& q, Submission* out, RecordRow* row) {
+  return Intake(c, rec, q, row).run(out);
 }
 
 Status load_submission(const Competition& c, const std::string& hash, Submission* out) {

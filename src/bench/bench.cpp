@@ -23,7 +23,7 @@
 #include "optim/optim.h"
 #include "util/trace.h"
 #include "util/subprocess.h"
-#include "train/train.h"
+#include "train/schema.h"
 
 namespace frontier {
 
@@ -104,7 +104,7 @@ auto with_threads(int threads, F fn) {
   return r;
 }
 
-// One run of bench/torch_speed.py (the same GPT and optimizer in PyTorch) with env ("KEY=VALUE") added; its JSON
+// One run of python/torch_speed.py (the same GPT and optimizer in PyTorch) with env ("KEY=VALUE") added; its JSON
 // line, or null if it failed or took over 30 minutes (argv, no shell: util/subprocess.h).
 nlohmann::json run_torch(const std::string& script, const std::vector<std::string>& env, int depth, int64_t T, int B,
                          int threads, int steps, const std::string& precision) {
@@ -131,276 +131,342 @@ std::vector<float> rand_vec(size_t n, uint32_t seed) {
   return v;
 }
 
-}  // namespace
-
-Status run_bench(const BenchOptions& o, BenchReport* out) {
-  const int threads = omp_get_max_threads();
-  // Precisions timed: fp32 always, bf16 where the CPU multiplies bf16 natively (or when asked for).
+// The precisions timed: fp32 always, bf16 where the CPU multiplies bf16 natively (or when asked for).
+std::vector<Precision> timed_precisions(const BenchOptions& o) {
   std::vector<Precision> precs = {Precision::kFp32};
   if (o.bf16 > 0 || (o.bf16 < 0 && active_isa() == Isa::kAvx512Bf16)) precs.push_back(Precision::kBf16);
-  const Ceilings ceil32 = machine_ceilings(threads, Precision::kFp32, o.peak_gflops, o.mem_gbs);
-  const Ceilings ceil16 = machine_ceilings(threads, Precision::kBf16, o.peak_gflops, ceil32.mem_gbs);
-  auto ceiling = [&](Precision p) -> const Ceilings& { return p == Precision::kBf16 ? ceil16 : ceil32; };
-  const double peak = ceil32.peak_gflops, mem = ceil32.mem_gbs;
-  const std::string src = ceil32.source;
-  auto& J = out->json;
-  J = {{"machine", {{"threads", threads}, {"fma_peak_gflops", peak}, {"mem_gbs", mem}, {"peak_source", src},
-                    {"isa", isa_name(active_isa())}, {"cpu", cpu_features().cpu_name},
-                    {"gemm_kernel", gemm_kernel(Precision::kFp32).name},
-                    {"peaks", {{"fp32", {{"unit", ceil32.unit}, {"gflops", ceil32.peak_gflops}}},
-                               {"bf16", {{"unit", ceil16.unit}, {"gflops", ceil16.peak_gflops}}}}},
-                    {"bf16_gemm_kernel", gemm_kernel(Precision::kBf16).name}}},
-       {"gemm", nlohmann::json::array()}, {"attention", nlohmann::json::array()}, {"train", nlohmann::json::array()}};
-  OpenBlas blas(threads);
-  J["machine"]["openblas"] = blas.sgemm ? blas.path : "not installed (apt-get install libopenblas0-pthread)";
-  OneDnnMatmul dnnl;
-  J["machine"]["onednn"] = dnnl.available() ? dnnl.description() : dnnl.error();
+  return precs;
+}
 
-  if (o.kernels) {
-    // The baseline model's matmuls at B*T = 4096 tokens (dim 512, MLP 2048, vocab 8192), in the three forms.
-    struct G {
-      const char* what;
-      bool ta, tb;
-      int64_t M, N, K;
-    };
-    const G shapes[] = {
-        {"qkv fwd   x@W^T", false, true, 4096, 512, 512},    {"fc fwd    x@W^T", false, true, 4096, 2048, 512},
-        {"proj fwd  x@W^T", false, true, 4096, 512, 2048},   {"lm_head   x@W^T", false, true, 4096, 8192, 512},
-        {"fc dx     g@W", false, false, 4096, 512, 2048},    {"lm dx     g@W", false, false, 4096, 512, 8192},
-        {"fc dW     g^T@x", true, false, 2048, 512, 4096},   {"lm dW     g^T@x", true, false, 8192, 512, 4096},
-        {"qkv dW    g^T@x", true, false, 512, 512, 4096},
-    };
-    for (const auto& s : shapes)
-      for (Precision prec : precs) {
-        const int64_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
-        auto A = rand_vec(s.M * s.K, 1), B = rand_vec(s.K * s.N, 2);
-        std::vector<float> C(s.M * s.N);
-        const double flops = 2.0 * s.M * s.N * s.K, pk = ceiling(prec).peak_gflops;
-        auto ours = [&] { gemm(prec, s.ta, s.tb, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), s.N); };
-        // The peer: OpenBLAS's sgemm for fp32, oneDNN's bf16 matmul (operands converted beforehand) for bf16.
-        bool have_peer = false;
-        std::string peer = prec == Precision::kBf16 ? "oneDNN" : "OpenBLAS";
-        if (prec == Precision::kFp32) {
-          have_peer = blas.sgemm != nullptr;
-        } else if (dnnl.available()) {
-          Status st = dnnl.prepare(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, s.N);
-          have_peer = st.ok();
-          if (!st.ok()) std::fprintf(stderr, "bench: oneDNN: %s\n", st.message().c_str());
-        }
-        auto theirs = [&] {
-          if (!have_peer) return;
-          if (prec == Precision::kBf16) {
-            (void)dnnl.run(C.data());
-          } else {
-            blas.sgemm(101, s.ta ? 112 : 111, s.tb ? 112 : 111, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb,
-                       0.f, C.data(), s.N);  // CblasRowMajor, CblasNoTrans / CblasTrans
-          }
-        };
-        auto [t, tb] = best_pair(o.gemm_repeats, ours, theirs);
-        nlohmann::json row = {{"op", s.what}, {"M", s.M}, {"N", s.N}, {"K", s.K}, {"gflops", flops / t / 1e9},
-                              {"precision", precision_name(prec)}, {"kernel", gemm_kernel(prec).name},
-                              {"pct_peak", 100.0 * flops / t / 1e9 / pk}};
-        if (o.scaling && threads > 1) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the peer's spinning threads settle
-          const double t1 = with_threads(1, [&] { return best_seconds(o.gemm_repeats, ours); });
-          row["gflops_1t"] = flops / t1 / 1e9;
-          row["thread_speedup"] = t1 / t;
-        }
-        if (have_peer) {
-          row["peer"] = peer;
-          row["peer_gflops"] = flops / tb / 1e9;
-          row["ratio_vs_peer"] = tb / t;
-        }
-        J["gemm"].push_back(row);
-      }
-    // Attention forward + backward at the baseline's head shape.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    for (Precision prec : precs)
-    for (int64_t T : {256, 512}) {
-      const int64_t B = 8, H = 4, D = 128, nq = B * T * H * D;
-      const double peak = ceiling(prec).peak_gflops;
-      auto q = rand_vec(nq, 3), k = rand_vec(nq, 4), v = rand_vec(nq, 5), go = rand_vec(nq, 6);
-      std::vector<float> o_(nq), lse(B * H * T), dq(nq), dk(nq), dv(nq);
-      // Causal FLOPs (as the model's estimate counts them): 2 GEMMs forward, 4 backward (+1 recompute), each
-      // 2*T*T*D/2 per head.
-      const double fl_f = 2.0 * 2 * B * H * T * T * D / 2, fl_b = 5.0 * 2 * B * H * T * T * D / 2;
-      double tf = best_seconds(o.gemm_repeats, [&] {
-        flash_attention_forward(o_.data(), lse.data(), q.data(), k.data(), v.data(), B, T, H, H, D, prec);
-      });
-      double tbk = best_seconds(o.gemm_repeats, [&] {
-        flash_attention_backward(dq.data(), dk.data(), dv.data(), go.data(), o_.data(), lse.data(), q.data(),
-                                 k.data(), v.data(), B, T, H, H, D, prec);
-      });
-      J["attention"].push_back({{"precision", precision_name(prec)}, {"B", B}, {"T", T}, {"H", H}, {"D", D}, {"fwd_gflops", fl_f / tf / 1e9},
-                                {"bwd_gflops", fl_b / tbk / 1e9}, {"fwd_pct_peak", 100 * fl_f / tf / 1e9 / peak},
-                                {"bwd_pct_peak", 100 * fl_b / tbk / 1e9 / peak}});
+// PyTorch as users run it: fp32 (stock, tcmalloc, BLIS + tcmalloc preloaded) and as nanochat trains, bf16
+// autocast around forward + loss with Newton-Schulz in bf16 (stock and tcmalloc).
+struct TorchVariant {
+  std::string name;
+  std::vector<std::string> env;  // KEY=VALUE
+  std::string precision;
+  bool uses(const std::string& lib) const {
+    for (const auto& e : env)
+      if (e.find(lib) != std::string::npos) return true;
+    return false;
+  }
+};
+
+std::vector<TorchVariant> torch_variants(int threads) {
+  return {
+      {"stock", {}, "fp32"},
+      {"tcmalloc", {"LD_PRELOAD=" + kTcmalloc}, "fp32"},
+      {"blis+tcmalloc", {"LD_PRELOAD=" + kBlis + " " + kTcmalloc, "BLIS_NUM_THREADS=" + std::to_string(threads)},
+       "fp32"},
+      {"bf16", {}, "bf16"},
+      {"bf16+tcmalloc", {"LD_PRELOAD=" + kTcmalloc}, "bf16"},
+  };
+}
+
+// Mean seconds of forward+backward (accum micro-batches of (B, T) tokens x, targets y) and of the optimizer over
+// `steps` timed steps, after one warm-up step.
+std::pair<double, double> time_train_steps(Gpt& gpt, Optimizer& opt, const std::vector<int32_t>& x,
+                                           const std::vector<int32_t>& y, int B, int64_t T, Precision prec,
+                                           int accum, int steps) {
+  double fb = 0, op = 0;
+  for (int i = 0; i <= steps; i++) {
+    auto t0 = Clock::now();
+    gpt.zero_grad();
+    for (int a = 0; a < accum; a++) {
+      Tape tape;
+      tape.set_precision(prec);
+      Var loss = gpt.forward(tape, x.data(), y.data(), B, static_cast<int>(T));
+      tape.backward(loss, 1.f / static_cast<float>(accum));
     }
-    // Memory-bound ops at the baseline's shapes (4096 tokens, dim 512, MLP 2048, 4 heads of 128, vocab 8192),
-    // forward and backward through the autograd ops, timed by their profiler scopes so that the bytes counted are
-    // those `frontier profile` reports (compulsory traffic); best of the repeats against the calibrated bandwidth.
-    {
-      const int64_t N = 4096, C = 512, Bq = 8, Tq = 512, Hq = 4, Dq = 128, V = 8192;
-      auto xc = rand_vec(N * 4 * C, 7), xv = rand_vec(N * V, 8);
-      std::vector<float> gc(N * 4 * C), gv(N * V), lam = {0.9f, 0.1f}, glam(2), cs(Tq * Dq / 2), sn(Tq * Dq / 2);
-      for (int64_t i = 0; i < Tq * Dq / 2; i++) cs[i] = std::cos(0.001f * i), sn[i] = std::sin(0.001f * i);
-      std::vector<int32_t> tg(N);
-      for (int64_t i = 0; i < N; i++) tg[i] = static_cast<int32_t>((i * 7919) % V);
-      struct MemOp {
-        const char* name;
-        std::function<Var(Tape&)> build;  // forward; returns a node whose gradient is seeded with ones
-      };
-      const MemOp ops[] = {
-          {"rmsnorm", [&](Tape& t) { return rmsnorm(t, t.param(xc.data(), gc.data(), {N, C}), 1e-6f); }},
-          {"relu2", [&](Tape& t) { return relu2(t, t.param(xc.data(), gc.data(), {N, 4 * C})); }},
-          {"scale_add",
-           [&](Tape& t) {
-             Var a = t.param(xc.data(), gc.data(), {N, C}), b = t.param(xc.data() + N * C, gc.data() + N * C, {N, C});
-             Var l = t.param(lam.data(), glam.data(), {2});
-             return scale_add(t, a, l, 0, b, l, 1);
-           }},
-          {"rope_rmsnorm",
-           [&](Tape& t) {
-             return rope_rmsnorm(t, t.param(xc.data(), gc.data(), {Bq, Tq, Hq, Dq}), cs.data(), sn.data(), 1e-6f);
-           }},
-          {"softcap_ce",
-           [&](Tape& t) { return softcap_cross_entropy(t, t.param(xv.data(), gv.data(), {N, V}), tg.data(), 15.f); }},
-      };
-      for (const auto& op : ops) {
-        std::map<std::string, double> best_ns, flops, bytes;
-        for (int r = 0; r <= o.gemm_repeats; r++) {
-          Profiler prof;
-          if (r > 0) prof.start();  // the first run warms buffers
-          {
-            Tape t;
-            Var out = op.build(t);
-            float* g = t.grad(out);
-            std::fill(g, g + t.numel(out), 1.f);
-            for (int i = out.id; i >= 0; i--)
-              if (t.node({i}).backward && t.node({i}).grad) t.node({i}).backward();
-          }
-          prof.stop();
-          for (const auto& e : prof.events()) {
-            auto it = best_ns.find(e.phase);
-            if (it == best_ns.end() || e.dur_ns < it->second) best_ns[e.phase] = static_cast<double>(e.dur_ns);
-            flops[e.phase] = e.flops, bytes[e.phase] = e.bytes;
-          }
-        }
-        for (const char* ph : {"fwd", "bwd"}) {
-          if (!best_ns.count(ph)) continue;
-          const double gbs = bytes[ph] / best_ns[ph];
-          J["memory_ops"].push_back({{"op", op.name}, {"phase", ph}, {"mb", bytes[ph] / 1e6},
-                                     {"gflops", flops[ph] / best_ns[ph]}, {"gbs", gbs}, {"pct_bandwidth", 100 * gbs / mem}});
-        }
+    auto t1 = Clock::now();
+    opt.step(1.f, 0.9f, 0.f);
+    auto t2 = Clock::now();
+    if (i == 0) continue;
+    fb += std::chrono::duration<double>(t1 - t0).count();
+    op += std::chrono::duration<double>(t2 - t1).count();
+  }
+  return std::make_pair(fb / steps, op / steps);
+}
+
+// One `frontier bench` run, part by part in the order of its report: the machine and the peers, then (o.kernels)
+// GEMM, attention and the memory-bound ops, then (o.train) training steps per depth and precision. The members are
+// built in the order the measurements need: the ceilings (which may measure) before the peers are loaded.
+class BenchRun {
+ public:
+  BenchRun(const BenchOptions& o, BenchReport* out)
+      : o_(o),
+        J_(out->json),
+        precs_(timed_precisions(o)),
+        ceil32_(machine_ceilings(threads_, Precision::kFp32, o.peak_gflops, o.mem_gbs)),
+        ceil16_(machine_ceilings(threads_, Precision::kBf16, o.peak_gflops, ceil32_.mem_gbs)),
+        blas_(threads_) {}
+  Status run();
+
+ private:
+  const Ceilings& ceiling(Precision p) const { return p == Precision::kBf16 ? ceil16_ : ceil32_; }
+  void describe_machine();
+  void bench_gemm();
+  void bench_attention();
+  void bench_memory_ops();
+  Status bench_train();
+  Status bench_train_config(size_t ci, Precision prec, const std::vector<TorchVariant>& variants,
+                            nlohmann::json* torch_rows);
+
+  const BenchOptions& o_;
+  nlohmann::json& J_;  // the report's rows, as they are measured
+  const int threads_ = omp_get_max_threads();
+  const std::vector<Precision> precs_;
+  const Ceilings ceil32_, ceil16_;
+  OpenBlas blas_;
+  OneDnnMatmul dnnl_;
+};
+
+Status BenchRun::run() {
+  describe_machine();
+  if (o_.kernels) {
+    bench_gemm();
+    bench_attention();
+    bench_memory_ops();
+  }
+  if (o_.train) FRONTIER_RETURN_IF_ERROR(bench_train());
+  return ok_status();
+}
+
+void BenchRun::describe_machine() {
+  const double peak = ceil32_.peak_gflops, mem = ceil32_.mem_gbs;
+  const std::string src = ceil32_.source;
+  J_ = {{"machine", {{"threads", threads_}, {"fma_peak_gflops", peak}, {"mem_gbs", mem}, {"peak_source", src},
+                     {"isa", isa_name(active_isa())}, {"cpu", cpu_features().cpu_name},
+                     {"gemm_kernel", gemm_kernel(Precision::kFp32).name},
+                     {"peaks", {{"fp32", {{"unit", ceil32_.unit}, {"gflops", ceil32_.peak_gflops}}},
+                                {"bf16", {{"unit", ceil16_.unit}, {"gflops", ceil16_.peak_gflops}}}}},
+                     {"bf16_gemm_kernel", gemm_kernel(Precision::kBf16).name}}},
+        {"gemm", nlohmann::json::array()}, {"attention", nlohmann::json::array()}, {"train", nlohmann::json::array()}};
+  J_["machine"]["openblas"] = blas_.sgemm ? blas_.path : "not installed (apt-get install libopenblas0-pthread)";
+  J_["machine"]["onednn"] = dnnl_.available() ? dnnl_.description() : dnnl_.error();
+}
+
+// The baseline model's matmuls at B*T = 4096 tokens (dim 512, MLP 2048, vocab 8192), in the three forms, against
+// the peer of each precision.
+void BenchRun::bench_gemm() {
+  struct G {
+    const char* what;
+    bool ta, tb;
+    int64_t M, N, K;
+  };
+  const G shapes[] = {
+      {"qkv fwd   x@W^T", false, true, 4096, 512, 512},    {"fc fwd    x@W^T", false, true, 4096, 2048, 512},
+      {"proj fwd  x@W^T", false, true, 4096, 512, 2048},   {"lm_head   x@W^T", false, true, 4096, 8192, 512},
+      {"fc dx     g@W", false, false, 4096, 512, 2048},    {"lm dx     g@W", false, false, 4096, 512, 8192},
+      {"fc dW     g^T@x", true, false, 2048, 512, 4096},   {"lm dW     g^T@x", true, false, 8192, 512, 4096},
+      {"qkv dW    g^T@x", true, false, 512, 512, 4096},
+  };
+  for (const auto& s : shapes)
+    for (Precision prec : precs_) {
+      const int64_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
+      auto A = rand_vec(s.M * s.K, 1), B = rand_vec(s.K * s.N, 2);
+      std::vector<float> C(s.M * s.N);
+      const double flops = 2.0 * s.M * s.N * s.K, pk = ceiling(prec).peak_gflops;
+      auto ours = [&] { gemm(prec, s.ta, s.tb, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), s.N); };
+      // The peer: OpenBLAS's sgemm for fp32, oneDNN's bf16 matmul (operands converted beforehand) for bf16.
+      bool have_peer = false;
+      std::string peer = prec == Precision::kBf16 ? "oneDNN" : "OpenBLAS";
+      if (prec == Precision::kFp32) {
+        have_peer = blas_.sgemm != nullptr;
+      } else if (dnnl_.available()) {
+        Status st = dnnl_.prepare(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, s.N);
+        have_peer = st.ok();
+        if (!st.ok()) std::fprintf(stderr, "bench: oneDNN: %s\n", st.message().c_str());
       }
+      auto theirs = [&] {
+        if (!have_peer) return;
+        if (prec == Precision::kBf16) {
+          (void)dnnl_.run(C.data());
+        } else {
+          blas_.sgemm(101, s.ta ? 112 : 111, s.tb ? 112 : 111, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb,
+                      0.f, C.data(), s.N);  // CblasRowMajor, CblasNoTrans / CblasTrans
+        }
+      };
+      auto [t, tb] = best_pair(o_.gemm_repeats, ours, theirs);
+      nlohmann::json row = {{"op", s.what}, {"M", s.M}, {"N", s.N}, {"K", s.K}, {"gflops", flops / t / 1e9},
+                            {"precision", precision_name(prec)}, {"kernel", gemm_kernel(prec).name},
+                            {"pct_peak", 100.0 * flops / t / 1e9 / pk}};
+      if (o_.scaling && threads_ > 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the peer's spinning threads settle
+        const double t1 = with_threads(1, [&] { return best_seconds(o_.gemm_repeats, ours); });
+        row["gflops_1t"] = flops / t1 / 1e9;
+        row["thread_speedup"] = t1 / t;
+      }
+      if (have_peer) {
+        row["peer"] = peer;
+        row["peer_gflops"] = flops / tb / 1e9;
+        row["ratio_vs_peer"] = tb / t;
+      }
+      J_["gemm"].push_back(row);
+    }
+}
+
+// Attention forward + backward at the baseline's head shape.
+void BenchRun::bench_attention() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (Precision prec : precs_)
+  for (int64_t T : {256, 512}) {
+    const int64_t B = 8, H = 4, D = 128, nq = B * T * H * D;
+    const double peak = ceiling(prec).peak_gflops;
+    auto q = rand_vec(nq, 3), k = rand_vec(nq, 4), v = rand_vec(nq, 5), go = rand_vec(nq, 6);
+    std::vector<float> out(nq), lse(B * H * T), dq(nq), dk(nq), dv(nq);
+    // Causal FLOPs (as the model's estimate counts them): 2 GEMMs forward, 4 backward (+1 recompute), each
+    // 2*T*T*D/2 per head.
+    const double fl_f = 2.0 * 2 * B * H * T * T * D / 2, fl_b = 5.0 * 2 * B * H * T * T * D / 2;
+    double tf = best_seconds(o_.gemm_repeats, [&] {
+      flash_attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), B, T, H, H, D, prec);
+    });
+    double tbk = best_seconds(o_.gemm_repeats, [&] {
+      flash_attention_backward(dq.data(), dk.data(), dv.data(), go.data(), out.data(), lse.data(), q.data(),
+                               k.data(), v.data(), B, T, H, H, D, prec);
+    });
+    J_["attention"].push_back({{"precision", precision_name(prec)}, {"B", B}, {"T", T}, {"H", H}, {"D", D},
+                               {"fwd_gflops", fl_f / tf / 1e9}, {"bwd_gflops", fl_b / tbk / 1e9},
+                               {"fwd_pct_peak", 100 * fl_f / tf / 1e9 / peak},
+                               {"bwd_pct_peak", 100 * fl_b / tbk / 1e9 / peak}});
+  }
+}
+
+// Memory-bound ops at the baseline's shapes (4096 tokens, dim 512, MLP 2048, 4 heads of 128, vocab 8192),
+// forward and backward through the autograd ops, timed by their profiler scopes so that the bytes counted are
+// those `frontier profile` reports (compulsory traffic); best of the repeats against the calibrated bandwidth.
+void BenchRun::bench_memory_ops() {
+  const double mem = ceil32_.mem_gbs;
+  const int64_t N = 4096, C = 512, Bq = 8, Tq = 512, Hq = 4, Dq = 128, V = 8192;
+  auto xc = rand_vec(N * 4 * C, 7), xv = rand_vec(N * V, 8);
+  std::vector<float> gc(N * 4 * C), gv(N * V), lam = {0.9f, 0.1f}, glam(2), cs(Tq * Dq / 2), sn(Tq * Dq / 2);
+  for (int64_t i = 0; i < Tq * Dq / 2; i++) cs[i] = std::cos(0.001f * i), sn[i] = std::sin(0.001f * i);
+  std::vector<int32_t> tg(N);
+  for (int64_t i = 0; i < N; i++) tg[i] = static_cast<int32_t>((i * 7919) % V);
+  struct MemOp {
+    const char* name;
+    std::function<Var(Tape&)> build;  // forward; returns a node whose gradient is seeded with ones
+  };
+  const MemOp ops[] = {
+      {"rmsnorm", [&](Tape& t) { return rmsnorm(t, t.param(xc.data(), gc.data(), {N, C}), 1e-6f); }},
+      {"relu2", [&](Tape& t) { return relu2(t, t.param(xc.data(), gc.data(), {N, 4 * C})); }},
+      {"scale_add",
+       [&](Tape& t) {
+         Var a = t.param(xc.data(), gc.data(), {N, C}), b = t.param(xc.data() + N * C, gc.data() + N * C, {N, C});
+         Var l = t.param(lam.data(), glam.data(), {2});
+         return scale_add(t, a, l, 0, b, l, 1);
+       }},
+      {"rope_rmsnorm",
+       [&](Tape& t) {
+         return rope_rmsnorm(t, t.param(xc.data(), gc.data(), {Bq, Tq, Hq, Dq}), cs.data(), sn.data(), 1e-6f);
+       }},
+      {"softcap_ce",
+       [&](Tape& t) { return softcap_cross_entropy(t, t.param(xv.data(), gv.data(), {N, V}), tg.data(), 15.f); }},
+  };
+  for (const auto& op : ops) {
+    std::map<std::string, double> best_ns, flops, bytes;
+    for (int r = 0; r <= o_.gemm_repeats; r++) {
+      Profiler prof;
+      if (r > 0) prof.start();  // the first run warms buffers
+      {
+        Tape t;
+        Var out = op.build(t);
+        float* g = t.grad(out);
+        std::fill(g, g + t.numel(out), 1.f);
+        for (int i = out.id; i >= 0; i--)
+          if (t.node({i}).backward && t.node({i}).grad) t.node({i}).backward();
+      }
+      prof.stop();
+      for (const auto& e : prof.events()) {
+        auto it = best_ns.find(e.phase);
+        if (it == best_ns.end() || e.dur_ns < it->second) best_ns[e.phase] = static_cast<double>(e.dur_ns);
+        flops[e.phase] = e.flops, bytes[e.phase] = e.bytes;
+      }
+    }
+    for (const char* ph : {"fwd", "bwd"}) {
+      if (!best_ns.count(ph)) continue;
+      const double gbs = bytes[ph] / best_ns[ph];
+      J_["memory_ops"].push_back({{"op", op.name}, {"phase", ph}, {"mb", bytes[ph] / 1e6},
+                                  {"gflops", flops[ph] / best_ns[ph]}, {"gbs", gbs},
+                                  {"pct_bandwidth", 100 * gbs / mem}});
     }
   }
+}
 
-  if (o.train) {
-    // PyTorch as users run it: fp32 (stock, tcmalloc, BLIS + tcmalloc preloaded) and as nanochat trains, bf16
-    // autocast around forward + loss with Newton-Schulz in bf16 (stock and tcmalloc).
-    struct TorchVariant {
-      std::string name;
-      std::vector<std::string> env;  // KEY=VALUE
-      std::string precision;
-      bool uses(const std::string& lib) const {
-        for (const auto& e : env)
-          if (e.find(lib) != std::string::npos) return true;
-        return false;
-      }
-    };
-    const std::vector<TorchVariant> torch_variants = {
-        {"stock", {}, "fp32"},
-        {"tcmalloc", {"LD_PRELOAD=" + kTcmalloc}, "fp32"},
-        {"blis+tcmalloc", {"LD_PRELOAD=" + kBlis + " " + kTcmalloc, "BLIS_NUM_THREADS=" + std::to_string(threads)},
-         "fp32"},
-        {"bf16", {}, "bf16"},
-        {"bf16+tcmalloc", {"LD_PRELOAD=" + kTcmalloc}, "bf16"},
-    };
-    for (size_t ci = 0; ci < o.depths.size(); ci++) {
-      const int depth = o.depths[ci];
-      nlohmann::json torch_rows = nullptr;  // PyTorch is timed once per depth, compared with each precision
-      for (Precision prec : precs) {
-      Config cfg = train_schema().defaults();
-      cfg.set("model.depth", static_cast<int64_t>(depth));
-      const int64_t T = depth <= 4 ? 256 : 512;
-      cfg.set("model.seq_len", T);
-      ModelShape shape;
-      FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg, &shape));
-      const int B = 8;
-      Gpt gpt(shape);
-      gpt.init_nanochat(1);
-      OptimConfig oc;
-      oc.ns_precision = prec;
-      Optimizer opt(gpt, oc);
-      const double peak = ceiling(prec).peak_gflops;
-      std::mt19937 g(7);
-      std::vector<int32_t> x(B * T), y(B * T);
-      for (auto& id : x) id = static_cast<int32_t>(g() % shape.vocab_size);
-      for (auto& id : y) id = static_cast<int32_t>(g() % shape.vocab_size);
-      // Mean seconds of forward+backward (accum micro-batches) and of the optimizer over the timed steps, after one
-      // warm-up step.
-      const int accum = std::max(1, o.accum);
-      auto run = [&] {
-        double fb = 0, op = 0;
-        for (int i = 0; i <= o.train_steps; i++) {
-          auto t0 = Clock::now();
-          gpt.zero_grad();
-          for (int a = 0; a < accum; a++) {
-            Tape tape;
-            tape.set_precision(prec);
-            Var loss = gpt.forward(tape, x.data(), y.data(), B, static_cast<int>(T));
-            tape.backward(loss, 1.f / static_cast<float>(accum));
-          }
-          auto t1 = Clock::now();
-          opt.step(1.f, 0.9f, 0.f);
-          auto t2 = Clock::now();
-          if (i == 0) continue;
-          fb += std::chrono::duration<double>(t1 - t0).count();
-          op += std::chrono::duration<double>(t2 - t1).count();
-        }
-        return std::make_pair(fb / o.train_steps, op / o.train_steps);
-      };
-      auto [fb, op] = run();
-      const double secs = fb + op, tokens = static_cast<double>(B) * T * accum, tps = tokens / secs,
-                   fpt = gpt.flops_per_token();
-      nlohmann::json row = {{"depth", depth}, {"precision", precision_name(prec)}, {"peak_unit", ceiling(prec).unit},
-                            {"peak_gflops", peak}, {"dim", shape.dim}, {"seq_len", T}, {"batch", B}, {"accum", accum},
-                            {"params_M", gpt.n_params() / 1e6}, {"step_seconds", secs},
-                            {"optimizer_seconds", op}, {"tokens_per_sec", tps},
-                            {"mfu_pct", 100.0 * tps * fpt / (peak * 1e9)},
-                            {"fwd_bwd_mfu_pct", 100.0 * tokens * fpt / fb / (peak * 1e9)}};
-      if (o.scaling && ci == 0 && threads > 1) {  // 1 thread vs all, on the first (smallest) config, each precision
-        auto [fb1, op1] = with_threads(1, run);
-        row["tokens_per_sec_1t"] = tokens / (fb1 + op1);
-        row["thread_speedup"] = (fb1 + op1) / secs;
-      }
-      if (!o.torch_script.empty() && accum == 1 && torch_rows.is_null()) {  // torch_speed.py has no accumulation
-        torch_rows = nlohmann::json::object();
-        for (const auto& v : torch_variants) {
-          if (v.uses(kTcmalloc) && !file_exists(kTcmalloc)) continue;
-          if (v.uses(kBlis) && !file_exists(kBlis)) continue;
-          nlohmann::json r = run_torch(o.torch_script, v.env, depth, T, B, threads, o.train_steps, v.precision);
-          if (r.is_null()) {
-            std::fprintf(stderr, "bench: torch (%s) failed at depth %d\n", v.name.c_str(), depth);
-            continue;
-          }
-          torch_rows[v.name] = r["tokens_per_sec"];
-        }
-      }
-      if (!torch_rows.is_null() && !torch_rows.empty()) {
-        row["torch"] = torch_rows;
-        double best = 0;
-        for (auto it = torch_rows.begin(); it != torch_rows.end(); ++it)
-          if (it.value().get<double>() > best) best = it.value().get<double>(), row["torch_best"] = it.key();
-        if (best > 0) row["ratio_vs_torch_best"] = tps / best;
-      }
-      J["train"].push_back(row);
-      std::fprintf(stderr, "bench: depth %d %s done (%.0f tok/s)\n", depth, precision_name(prec), tps);
-      }
-    }
+Status BenchRun::bench_train() {
+  const std::vector<TorchVariant> variants = torch_variants(threads_);
+  for (size_t ci = 0; ci < o_.depths.size(); ci++) {
+    nlohmann::json torch_rows = nullptr;  // PyTorch is timed once per depth, compared with each precision
+    for (Precision prec : precs_) FRONTIER_RETURN_IF_ERROR(bench_train_config(ci, prec, variants, &torch_rows));
   }
   return ok_status();
 }
+
+// Training steps of the config at o.depths[ci] in one precision: tokens/s and MFU, 1 thread vs all (the first
+// config), and PyTorch's tokens/s (timed on the first precision of a depth, *torch_rows kept for the others).
+Status BenchRun::bench_train_config(size_t ci, Precision prec, const std::vector<TorchVariant>& variants,
+                                    nlohmann::json* torch_rows) {
+  const int depth = o_.depths[ci];
+  Config cfg = train_schema().defaults();
+  cfg.set("model.depth", static_cast<int64_t>(depth));
+  const int64_t T = depth <= 4 ? 256 : 512;
+  cfg.set("model.seq_len", T);
+  ModelShape shape;
+  FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg, &shape));
+  const int B = 8;
+  Gpt gpt(shape);
+  gpt.init_nanochat(1);
+  OptimConfig oc;
+  oc.ns_precision = prec;
+  Optimizer opt(gpt, oc);
+  const double peak = ceiling(prec).peak_gflops;
+  std::mt19937 g(7);
+  std::vector<int32_t> x(B * T), y(B * T);
+  for (auto& id : x) id = static_cast<int32_t>(g() % shape.vocab_size);
+  for (auto& id : y) id = static_cast<int32_t>(g() % shape.vocab_size);
+  const int accum = std::max(1, o_.accum);
+  auto run = [&] { return time_train_steps(gpt, opt, x, y, B, T, prec, accum, o_.train_steps); };
+  auto [fb, op] = run();
+  const double secs = fb + op, tokens = static_cast<double>(B) * T * accum, tps = tokens / secs,
+               fpt = gpt.flops_per_token();
+  nlohmann::json row = {{"depth", depth}, {"precision", precision_name(prec)}, {"peak_unit", ceiling(prec).unit},
+                        {"peak_gflops", peak}, {"dim", shape.dim}, {"seq_len", T}, {"batch", B}, {"accum", accum},
+                        {"params_M", gpt.n_params() / 1e6}, {"step_seconds", secs},
+                        {"optimizer_seconds", op}, {"tokens_per_sec", tps},
+                        {"mfu_pct", 100.0 * tps * fpt / (peak * 1e9)},
+                        {"fwd_bwd_mfu_pct", 100.0 * tokens * fpt / fb / (peak * 1e9)}};
+  if (o_.scaling && ci == 0 && threads_ > 1) {  // 1 thread vs all, on the first (smallest) config, each precision
+    auto [fb1, op1] = with_threads(1, run);
+    row["tokens_per_sec_1t"] = tokens / (fb1 + op1);
+    row["thread_speedup"] = (fb1 + op1) / secs;
+  }
+  if (!o_.torch_script.empty() && accum == 1 && torch_rows->is_null()) {  // torch_speed.py has no accumulation
+    *torch_rows = nlohmann::json::object();
+    for (const auto& v : variants) {
+      if (v.uses(kTcmalloc) && !file_exists(kTcmalloc)) continue;
+      if (v.uses(kBlis) && !file_exists(kBlis)) continue;
+      nlohmann::json r = run_torch(o_.torch_script, v.env, depth, T, B, threads_, o_.train_steps, v.precision);
+      if (r.is_null()) {
+        std::fprintf(stderr, "bench: torch (%s) failed at depth %d\n", v.name.c_str(), depth);
+        continue;
+      }
+      (*torch_rows)[v.name] = r["tokens_per_sec"];
+    }
+  }
+  if (!torch_rows->is_null() && !torch_rows->empty()) {
+    row["torch"] = *torch_rows;
+    double best = 0;
+    for (auto it = torch_rows->begin(); it != torch_rows->end(); ++it)
+      if (it.value().get<double>() > best) best = it.value().get<double>(), row["torch_best"] = it.key();
+    if (best > 0) row["ratio_vs_torch_best"] = tps / best;
+  }
+  J_["train"].push_back(row);
+  std::fprintf(stderr, "bench: depth %d %s done (%.0f tok/s)\n", depth, precision_name(prec), tps);
+  return ok_status();
+}
+
+}  // namespace
+
+Status run_bench(const BenchOptions& o, BenchReport* out) { return BenchRun(o, out).run(); }
 
 std::string BenchReport::table() const {
   std::string s;
@@ -492,7 +558,7 @@ std::string BenchReport::table() const {
     bool torch = false;
     for (const auto& r : json["train"]) torch |= r.contains("torch");
     if (torch) {
-      s += "\nPyTorch (bench/torch_speed.py: same GPT, Muon + AdamW), tokens/s\n"
+      s += "\nPyTorch (python/torch_speed.py: same GPT, Muon + AdamW), tokens/s\n"
            "                        ours  | fp32: stock  tcmalloc  blis+tc | bf16 autocast: stock  tcmalloc | "
            "ours/best\n";
       for (const auto& r : json["train"]) {

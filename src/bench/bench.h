@@ -28,7 +28,7 @@ struct BenchOptions {
   double peak_gflops = 0;        // 0: calibration file, else measured now
   double mem_gbs = 0;
   bool scaling = true;           // also time 1 thread: every GEMM shape and the first training config
-  std::string torch_script;      // bench/torch_speed.py: also time PyTorch (stock, tcmalloc, BLIS + tcmalloc)
+  std::string torch_script;      // python/torch_speed.py: also time PyTorch (stock, tcmalloc, BLIS + tcmalloc)
 };
 
 struct BenchReport {

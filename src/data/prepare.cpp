@@ -305,6 +305,40 @@ bool up_to_date(const std::string& dir, const std::string& fingerprint, PrepareR
   return true;
 }
 
+// The manifest, written last in opt.out_dir: each of the dataset's files (names) with its size and SHA-256, the
+// fingerprint, the inputs, the tokenizer and the splits (docs/formats.md).
+Status write_manifest(const PrepareOptions& opt, const std::string& fingerprint, const InputSet& train,
+                      const InputSet& val, bool holdout, uint64_t split_bytes, const Tokenizer& tok,
+                      const PrepareResult& res, const std::vector<std::string>& names) {
+  json files = json::object();
+  for (auto& n : names) {
+    std::string hex;
+    uint64_t bytes;
+    FRONTIER_RETURN_IF_ERROR(sha256_file(opt.out_dir + "/" + n, &hex, &bytes));
+    files[n] = {{"bytes", bytes}, {"sha256", hex}};
+  }
+  json m = {{"format", "frontier-prepared"},
+            {"version", 1},
+            {"fingerprint", fingerprint},
+            {"inputs",
+             {{"default_corpus", train.use_default},
+              {"train", train.describe},
+              {"val", val.describe},
+              {"val_every", holdout ? opt.val_every : 0},
+              {"max_doc_bytes", split_bytes}}},
+            {"tokenizer",
+             {{"vocab_size", tok.vocab_size()},
+              {"bos_id", tok.bos_id()},
+              {"fingerprint", tok.fingerprint()},
+              {"trained_here", opt.tokenizer_dir.empty()},
+              {"train_bytes", res.tokenizer_train_bytes},
+              {"pattern", tok.pattern()}}},
+            {"splits", {{"train", split_json(res.train)}, {"val", split_json(res.val)}}},
+            {"files", files}};
+  return write_file_atomic(opt.out_dir + "/manifest.json",
+                           m.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
 }  // namespace
 
 Status prepare(const PrepareOptions& options, PrepareResult* res) {
@@ -395,36 +429,10 @@ Status prepare(const PrepareOptions& options, PrepareResult* res) {
     token_bytes[i] = tok->is_special(i) ? 0 : static_cast<int32_t>(tok->token(i).size());
   FRONTIER_RETURN_IF_ERROR(write_token_bytes(opt.out_dir + "/token_bytes.bin", token_bytes));
 
-  json files = json::object();
   std::vector<std::string> names = {"tokenizer/tokenizer.tiktoken", "tokenizer/tokenizer.json", "token_bytes.bin"};
   for (auto& s : res->train.shards) names.push_back(s);
   for (auto& s : res->val.shards) names.push_back(s);
-  for (auto& n : names) {
-    std::string hex;
-    uint64_t bytes;
-    FRONTIER_RETURN_IF_ERROR(sha256_file(opt.out_dir + "/" + n, &hex, &bytes));
-    files[n] = {{"bytes", bytes}, {"sha256", hex}};
-  }
-  json m = {{"format", "frontier-prepared"},
-            {"version", 1},
-            {"fingerprint", fingerprint},
-            {"inputs",
-             {{"default_corpus", train.use_default},
-              {"train", train.describe},
-              {"val", val.describe},
-              {"val_every", holdout ? opt.val_every : 0},
-              {"max_doc_bytes", split_bytes}}},
-            {"tokenizer",
-             {{"vocab_size", tok->vocab_size()},
-              {"bos_id", tok->bos_id()},
-              {"fingerprint", tok->fingerprint()},
-              {"trained_here", opt.tokenizer_dir.empty()},
-              {"train_bytes", res->tokenizer_train_bytes},
-              {"pattern", tok->pattern()}}},
-            {"splits", {{"train", split_json(res->train)}, {"val", split_json(res->val)}}},
-            {"files", files}};
-  FRONTIER_RETURN_IF_ERROR(write_file_atomic(opt.out_dir + "/manifest.json",
-                                             m.dump(2, ' ', false, json::error_handler_t::replace) + "\n"));
+  FRONTIER_RETURN_IF_ERROR(write_manifest(opt, fingerprint, train, val, holdout, split_bytes, *tok, *res, names));
   return staging.publish(names);
 }
 

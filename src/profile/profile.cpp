@@ -11,10 +11,12 @@
 #include "autograd/tape.h"
 #include "calibrate/calibrate.h"
 #include "kernels/gemm.h"
-#include "train/train.h"
 #include "model/gpt.h"
 #include "model/model_config.h"
 #include "optim/optim.h"
+#include "train/recipe.h"
+#include "train/schema.h"
+#include "train/settings.h"
 #include "util/file.h"
 
 namespace frontier {
@@ -62,17 +64,18 @@ Status run_profile(const Config& cfg, const ProfileOptions& o, ProfileReport* ou
   if (o.steps < 1) return Status::error("--steps must be >= 1");
   ModelShape shape;
   FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg, &shape));
-  const int B = static_cast<int>(cfg.get_int("train.micro_batch")), T = static_cast<int>(shape.seq_len);
+  const TrainSettings set = train_settings(cfg);
+  const int B = static_cast<int>(set.micro_batch), T = static_cast<int>(shape.seq_len);
   if (B < 1) return Status::error("train.micro_batch must be >= 1");
   const int threads = omp_get_max_threads();
   Precision prec;
-  FRONTIER_RETURN_IF_ERROR(resolve_precision(cfg.get_string("train.precision"), &prec));
+  FRONTIER_RETURN_IF_ERROR(resolve_precision(set.precision, &prec));
   const Ceilings ceil = machine_ceilings(threads, prec, o.peak_gflops, o.mem_gbs);
 
   Gpt gpt(shape);
   gpt.init_nanochat(1);
   OptimConfig oc;
-  oc.matrix_lr = static_cast<float>(cfg.get_float("optim.matrix_lr"));
+  oc.matrix_lr = static_cast<float>(read_learning_rates(cfg).matrix);
   oc.ns_precision = prec;
   Optimizer opt(gpt, oc);
   std::mt19937 g(7);

@@ -11,13 +11,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string_view>
 
 #include "config/frozen_keys.h"
 #include "config/tomlpp.h"  // not <toml++/toml.h>: see there
 #include "research/chart.h"
-#include "train/train.h"
+#include "train/schema.h"
 #include "util/file.h"
 #include "util/stop_signal.h"
 #include "util/file_lock.h"
@@ -230,54 +231,6 @@ TrialResult run_trial(const ResearchOptions& o, const std::map<std::string, std:
 }
 
 namespace {
-
-struct Session {
-  explicit Session(const ResearchOptions& opt) : o(opt) {}
-  const ResearchOptions& o;
-  std::vector<json> ledger;
-  double spread = 0, best = INFINITY;
-  std::map<std::string, std::string> best_set;
-
-  Status save() {
-    auto cell = [](std::string s) {  // a description may hold tabs or newlines; the TSV may not
-      for (auto& c : s)
-        if (c == '\t' || c == '\n' || c == '\r') c = ' ';
-      return s;
-    };
-    std::string tsv = "id\tval_bpb\tmemory_gb\tstatus\tdescription\n", jl;
-    for (const auto& e : ledger) {
-      char buf[128];
-      std::snprintf(buf, sizeof(buf), "%03d\t%.6f\t%.2f\t", e["id"].get<int>(), e.value("val_bpb", 0.0),
-                    e.value("memory_gb", 0.0));
-      tsv += buf + e["status"].get<std::string>() + "\t" + cell(e["description"].get<std::string>()) + "\n";
-      jl += dump_json(e) + "\n";
-    }
-    FRONTIER_RETURN_IF_ERROR(write_file_atomic(o.out_dir + "/results.tsv", tsv));
-    FRONTIER_RETURN_IF_ERROR(write_file_atomic(o.out_dir + "/ledger.jsonl", jl));
-    return write_file_atomic(o.out_dir + "/progress.svg", progress_svg(ledger));
-  }
-  // Rebuilds best, spread and the best config from the ledger (after a resume, or as trials land).
-  void recompute() {
-    std::vector<double> base;
-    best = INFINITY;
-    best_set.clear();
-    for (const auto& e : ledger)
-      if (e.value("phase", "") == "baseline" && e["status"] == "keep") base.push_back(e["val_bpb"].get<double>());
-    if (!base.empty()) {
-      double s = 0;
-      for (double b : base) s += b;
-      best = s / base.size();
-      spread = *std::max_element(base.begin(), base.end()) - *std::min_element(base.begin(), base.end());
-    }
-    for (const auto& e : ledger)
-      if (e["status"] == "keep" && e.value("phase", "") != "baseline") {
-        best = e["val_bpb"].get<double>();
-        best_set = e.contains("set") ? e["set"].get<std::map<std::string, std::string>>()
-                                     : std::map<std::string, std::string>{};
-      }
-  }
-  double threshold() const { return std::max(spread, o.min_delta); }
-};
 
 // The external proposer (docs/agents.md): `/bin/sh -c PROPOSER`, the command line exactly as the user typed it;
 // nothing from the session is ever pasted into it. The state goes in as JSON on stdin (also the file
@@ -568,297 +521,429 @@ Status read_ledger(const std::string& path, std::vector<json>* out) {
   return ok_status();
 }
 
-Status run_research(const ResearchOptions& opt) {
-  ResearchOptions o = opt;
-  FRONTIER_RETURN_IF_ERROR(check_options(o));
-  if (o.frontier_bin.empty()) {
+namespace {
+
+// budget_mode = probe: one measured step time per speed signature (the keys that change a step's time), taken
+// from the first trial that measured it (also after a restart: from the ledger's summaries).
+std::string speed_signature(const std::map<std::string, std::string>& set) {
+  std::string sig;
+  for (const auto& [k, v] : set)
+    if (k.rfind("model.", 0) == 0 || k == "train.micro_batch" || k == "train.total_batch_tokens" ||
+        k == "train.precision" || k == "train.threads" || k == "train.data_streams")
+      sig += k + "=" + v + ";";
+  return sig;
+}
+
+// A config value as --set text (the mutate proposer's current value of a key the best config does not set).
+std::string value_text(const Config& c, const std::string& key) {
+  return std::visit([](const auto& x) {
+    std::ostringstream s;
+    s.precision(9);
+    s << std::boolalpha << x;
+    return s.str();
+  }, c.values().at(key));
+}
+
+// What a phase returns when a stop signal cut it short; run_research replaces it with the message naming the signal.
+Status stopped() { return Status::error("stopped"); }
+
+// One research session, in the order run_research calls its phases: setup (options, base, space, the session's
+// lock, the ledger of an earlier loop), baseline (the noise floor), proposals (until done), finish (the summary,
+// also after a stop signal). The ledger is the state: best, spread and the best config are recomputed from it.
+class ResearchLoop {
+ public:
+  explicit ResearchLoop(const ResearchOptions& opt) : o_(opt) {}
+  Status setup();
+  Status baseline();   // 1. base-config repeats: the noise floor
+  Status proposals();  // 2. proposals until done()
+  Status finish(const Status& s);  // 3. the summary; the stop signal's message
+
+ private:
+  Status check_inputs();
+  Status open_session();
+  Status save() const;
+  void recompute();
+  double threshold() const { return std::max(spread_, o_.min_delta); }
+  bool out_of_time() const;
+  bool done() const;
+  Status record(json e, bool replaces_running);
+  void learn_probe(const json& e);
+  Status run_one(const std::map<std::string, std::string>& set, const std::string& desc, double budget,
+                 uint64_t seed, const std::string& phase, TrialResult* r, json* e);
+  Status evaluate(const std::map<std::string, std::string>& set, const std::string& desc, const std::string& phase,
+                  double budget);
+  std::map<std::string, std::string> with_best(std::map<std::string, std::string> set) const;
+  Status propose_random();
+  Status propose_mutate();
+  Status propose_halving();
+  Status propose_external();
+  void summary() const;
+
+  ResearchOptions o_;  // a copy: frontier_bin filled in
+  ConfigSchema schema_ = train_schema();
+  Config base_ = schema_.defaults();
+  std::vector<SpaceDim> space_;
+  DirLock lock_;                                // one loop per session, for its whole lifetime
+  std::optional<StopSignals> stop_signals_;     // a second signal quits at once; the trial dies with the loop
+  std::vector<json> ledger_;
+  double spread_ = 0, best_ = INFINITY;
+  std::map<std::string, std::string> best_set_;
+  Rng rng_{0};
+  std::string branch_;
+  Clock::time_point t_start_;
+  std::map<std::string, double> probes_;  // speed signature -> measured step seconds
+  int interrupted_id_ = -1;               // the trial a stop signal cut short
+  int proposer_failures_ = 0;             // in a row
+};
+
+Status ResearchLoop::setup() {
+  FRONTIER_RETURN_IF_ERROR(check_inputs());
+  FRONTIER_RETURN_IF_ERROR(open_session());
+  recompute();
+  rng_ = Rng{o_.seed * 7919 + ledger_.size()};
+  branch_ = branch_name(o_.out_dir);
+  t_start_ = Clock::now();
+  std::printf("research: base %s, space %s (%zu keys), proposer %s, budget %.0fs per trial\n", o_.base.c_str(),
+              o_.space.c_str(), space_.size(), o_.proposer.c_str(), o_.budget);
+  std::fflush(stdout);
+  for (const auto& e : ledger_) learn_probe(e);
+  return ok_status();
+}
+
+// The options, the executable, the base config and the space: everything checked before the session is touched.
+Status ResearchLoop::check_inputs() {
+  FRONTIER_RETURN_IF_ERROR(check_options(o_));
+  if (o_.frontier_bin.empty()) {
     std::error_code ec;
-    o.frontier_bin = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    o_.frontier_bin = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (ec) return Status::error("cannot find the frontier executable (/proc/self/exe): " + ec.message());
   }
-  if (!file_exists(o.base)) return Status::error("--base " + o.base + " does not exist");
-  ConfigSchema schema = train_schema();
-  Config base = schema.defaults();
-  FRONTIER_RETURN_IF_ERROR(schema.load_toml(o.base, &base));
+  if (!file_exists(o_.base)) return Status::error("--base " + o_.base + " does not exist");
+  FRONTIER_RETURN_IF_ERROR(schema_.load_toml(o_.base, &base_));
   // The base may name its data, run dir, budget and peak (the loop overrides or only reports them), but not a key
   // that survives into every trial and changes what the budget buys (a probe step time of its own, its own mode).
-  for (const auto& [k, v] : base.values()) {
+  for (const auto& [k, v] : base_.values()) {
     const FrozenKey* f = frozen_key(k);
-    if (f && f->research && !(v == schema.defaults().values().at(k)) && k != "train.data" && k != "train.run_dir" &&
+    if (f && f->research && !(v == schema_.defaults().values().at(k)) && k != "train.data" && k != "train.run_dir" &&
         k != "train.budget_seconds" && k != "train.peak_gflops")
-      return Status::error(o.base + ": sets " + k + ", which research does not allow (" + f->why + "); remove it");
+      return Status::error(o_.base + ": sets " + k + ", which research does not allow (" + f->why + "); remove it");
   }
-  for (const auto& kv : o.extra_sets) {
+  for (const auto& kv : o_.extra_sets) {
     std::string k = kv.substr(0, kv.find('='));
     if (is_frozen_key(k)) return Status::error("--set " + kv + ": " + k + " is frozen by the evaluator");
   }
-  std::vector<SpaceDim> space;
-  FRONTIER_RETURN_IF_ERROR(load_space(o.space, &space));
-  FRONTIER_RETURN_IF_ERROR(make_dirs(o.out_dir + "/trials", "--out"));
-  DirLock lock;  // one loop per session, for its whole lifetime
-  FRONTIER_RETURN_IF_ERROR(lock.acquire(o.out_dir, "--out"));
-  StopSignals stop_signals;  // a second signal quits at once; the trial dies with the loop (PDEATHSIG)
+  return load_space(o_.space, &space_);
+}
 
-  Session S(o);
-  const std::string ledger_path = o.out_dir + "/ledger.jsonl";
-  if (file_exists(ledger_path)) {
-    Status s = read_ledger(ledger_path, &S.ledger);
-    if (!s.ok()) return Status::error(s.message() + "; repair that line, or move the ledger away to start over");
-    bool changed = false;
-    for (auto& e : S.ledger)
-      if (e["status"] == "running") {  // the loop that ran it was killed (its trial died with it)
-        e["status"] = "interrupted";
-        e["error"] = "the research loop stopped during this trial; recorded on resume";
-        changed = true;
-        std::printf("research: trial %03d was unfinished (its loop was stopped); recorded as interrupted\n",
-                    e["id"].get<int>());
-      }
-    if (changed) FRONTIER_RETURN_IF_ERROR(S.save());
-    if (!S.ledger.empty())
-      std::printf("research: resuming %s after trial %d\n", o.out_dir.c_str(), S.ledger.back()["id"].get<int>());
+// The session directory, its lock, the stop signals and, on resume, the ledger (a "running" entry recorded as
+// interrupted).
+Status ResearchLoop::open_session() {
+  FRONTIER_RETURN_IF_ERROR(make_dirs(o_.out_dir + "/trials", "--out"));
+  FRONTIER_RETURN_IF_ERROR(lock_.acquire(o_.out_dir, "--out"));
+  stop_signals_.emplace();
+  const std::string ledger_path = o_.out_dir + "/ledger.jsonl";
+  if (!file_exists(ledger_path)) return ok_status();
+  Status s = read_ledger(ledger_path, &ledger_);
+  if (!s.ok()) return Status::error(s.message() + "; repair that line, or move the ledger away to start over");
+  bool changed = false;
+  for (auto& e : ledger_)
+    if (e["status"] == "running") {  // the loop that ran it was killed (its trial died with it)
+      e["status"] = "interrupted";
+      e["error"] = "the research loop stopped during this trial; recorded on resume";
+      changed = true;
+      std::printf("research: trial %03d was unfinished (its loop was stopped); recorded as interrupted\n",
+                  e["id"].get<int>());
+    }
+  if (changed) FRONTIER_RETURN_IF_ERROR(save());
+  if (!ledger_.empty())
+    std::printf("research: resuming %s after trial %d\n", o_.out_dir.c_str(), ledger_.back()["id"].get<int>());
+  return ok_status();
+}
+
+Status ResearchLoop::save() const {
+  auto cell = [](std::string s) {  // a description may hold tabs or newlines; the TSV may not
+    for (auto& c : s)
+      if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+    return s;
+  };
+  std::string tsv = "id\tval_bpb\tmemory_gb\tstatus\tdescription\n", jl;
+  for (const auto& e : ledger_) {
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "%03d\t%.6f\t%.2f\t", e["id"].get<int>(), e.value("val_bpb", 0.0),
+                  e.value("memory_gb", 0.0));
+    tsv += buf + e["status"].get<std::string>() + "\t" + cell(e["description"].get<std::string>()) + "\n";
+    jl += dump_json(e) + "\n";
   }
-  S.recompute();
-  Rng rng{o.seed * 7919 + S.ledger.size()};
-  const std::string branch = branch_name(o.out_dir);
-  auto t_start = Clock::now();
-  auto out_of_time = [&] {
-    return o.hours > 0 && std::chrono::duration<double>(Clock::now() - t_start).count() > o.hours * 3600;
-  };
-  auto done = [&] {
-    return StopSignals::received() != 0 || (o.max_trials > 0 && static_cast<int>(S.ledger.size()) >= o.max_trials) ||
-           out_of_time();
-  };
-  std::printf("research: base %s, space %s (%zu keys), proposer %s, budget %.0fs per trial\n", o.base.c_str(),
-              o.space.c_str(), space.size(), o.proposer.c_str(), o.budget);
+  FRONTIER_RETURN_IF_ERROR(write_file_atomic(o_.out_dir + "/results.tsv", tsv));
+  FRONTIER_RETURN_IF_ERROR(write_file_atomic(o_.out_dir + "/ledger.jsonl", jl));
+  return write_file_atomic(o_.out_dir + "/progress.svg", progress_svg(ledger_));
+}
+
+// Rebuilds best, spread and the best config from the ledger (after a resume, or as trials land).
+void ResearchLoop::recompute() {
+  std::vector<double> base;
+  best_ = INFINITY;
+  best_set_.clear();
+  for (const auto& e : ledger_)
+    if (e.value("phase", "") == "baseline" && e["status"] == "keep") base.push_back(e["val_bpb"].get<double>());
+  if (!base.empty()) {
+    double s = 0;
+    for (double b : base) s += b;
+    best_ = s / base.size();
+    spread_ = *std::max_element(base.begin(), base.end()) - *std::min_element(base.begin(), base.end());
+  }
+  for (const auto& e : ledger_)
+    if (e["status"] == "keep" && e.value("phase", "") != "baseline") {
+      best_ = e["val_bpb"].get<double>();
+      best_set_ = e.contains("set") ? e["set"].get<std::map<std::string, std::string>>()
+                                    : std::map<std::string, std::string>{};
+    }
+}
+
+bool ResearchLoop::out_of_time() const {
+  return o_.hours > 0 && std::chrono::duration<double>(Clock::now() - t_start_).count() > o_.hours * 3600;
+}
+
+bool ResearchLoop::done() const {
+  return StopSignals::received() != 0 || (o_.max_trials > 0 && static_cast<int>(ledger_.size()) >= o_.max_trials) ||
+         out_of_time();
+}
+
+// A finished entry: appended (a rejected proposal) or replacing the trial's "running" entry.
+Status ResearchLoop::record(json e, bool replaces_running) {
+  e["id"] = static_cast<int>(replaces_running ? ledger_.size() - 1 : ledger_.size());
+  if (replaces_running) ledger_.back() = e;
+  else ledger_.push_back(e);
+  recompute();
+  FRONTIER_RETURN_IF_ERROR(save());
+  std::printf("trial %03d  %-7s  val_bpb %.6f  best %.6f  %s\n", e["id"].get<int>(),
+              e["status"].get<std::string>().c_str(), e.value("val_bpb", 0.0), best_,
+              e["description"].get<std::string>().c_str());
   std::fflush(stdout);
+  return ok_status();
+}
 
-  // A finished entry: appended (a rejected proposal) or replacing the trial's "running" entry.
-  auto record = [&](json e, bool replaces_running) -> Status {
-    e["id"] = static_cast<int>(replaces_running ? S.ledger.size() - 1 : S.ledger.size());
-    if (replaces_running) S.ledger.back() = e;
-    else S.ledger.push_back(e);
-    S.recompute();
-    FRONTIER_RETURN_IF_ERROR(S.save());
-    std::printf("trial %03d  %-7s  val_bpb %.6f  best %.6f  %s\n", e["id"].get<int>(),
-                e["status"].get<std::string>().c_str(), e.value("val_bpb", 0.0), S.best,
-                e["description"].get<std::string>().c_str());
-    std::fflush(stdout);
-    return ok_status();
-  };
-  int interrupted_id = -1;  // the trial a stop signal cut short
-  // budget_mode = probe: one measured step time per speed signature (the keys that change a step's time), taken
-  // from the first trial that measured it (also after a restart: from the ledger's summaries).
-  auto speed_signature = [](const std::map<std::string, std::string>& set) {
-    std::string sig;
-    for (const auto& [k, v] : set)
-      if (k.rfind("model.", 0) == 0 || k == "train.micro_batch" || k == "train.total_batch_tokens" ||
-          k == "train.precision" || k == "train.threads" || k == "train.data_streams")
-        sig += k + "=" + v + ";";
-    return sig;
-  };
-  std::map<std::string, double> probes;
-  auto learn_probe = [&](const json& e) {
-    if (!e.contains("summary") || !e["summary"].is_object() || !e.contains("set") || !e["set"].is_object()) return;
-    auto p = e["summary"].find("probe_step_seconds");
-    if (p == e["summary"].end() || !p->is_number() || !(p->get<double>() > 0)) return;
-    std::map<std::string, std::string> set;
-    for (auto it = e["set"].begin(); it != e["set"].end(); ++it)
-      set[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
-    probes.emplace(speed_signature(set), p->get<double>());
-  };
-  for (const auto& e : S.ledger) learn_probe(e);
-  // Runs one trial: its "running" entry is saved first, so a killed loop leaves a trace the next one records.
-  auto run_one = [&](const std::map<std::string, std::string>& set, const std::string& desc, double budget,
-                     uint64_t seed, const std::string& phase, TrialResult* r, json* e) -> Status {
-    char id[16];
-    std::snprintf(id, sizeof(id), "%03zu", S.ledger.size());
-    const std::string dir = o.out_dir + "/trials/" + id;
-    *e = json{{"id", static_cast<int>(S.ledger.size())}, {"set", set}, {"description", desc}, {"budget", budget},
-              {"seed", seed}, {"phase", phase}, {"status", "running"}, {"val_bpb", 0.0}, {"memory_gb", 0.0},
-              {"dir", dir}, {"loop_pid", static_cast<int64_t>(getpid())}};
-    S.ledger.push_back(*e);
-    FRONTIER_RETURN_IF_ERROR(S.save());
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);  // a directory no ledger entry owns (ids are never reused)
-    std::map<std::string, std::string> run_set = set;
-    if (o.budget_mode == "probe") {
-      run_set["train.budget_mode"] = "probe";
-      auto known = probes.find(speed_signature(set));
-      if (known != probes.end()) {
-        char buf[64];
-        std::snprintf(buf, sizeof(buf), "%.17g", known->second);
-        run_set["train.probe_step_seconds"] = buf;
-      }
-    }
-    *r = run_trial(o, run_set, budget, seed, dir);
-    if (r->status == "interrupted") interrupted_id = (*e)["id"].get<int>();
-    e->erase("loop_pid");
-    (*e)["val_bpb"] = r->val_bpb;
-    (*e)["memory_gb"] = r->memory_gb;
-    (*e)["seconds"] = r->seconds;
-    (*e)["summary"] = r->summary;
-    (*e)["error"] = r->error;
-    learn_probe(*e);
-    return ok_status();
-  };
-  const Status stopped = Status::error("stopped");  // replaced by the message below once the loop unwinds
+void ResearchLoop::learn_probe(const json& e) {
+  if (!e.contains("summary") || !e["summary"].is_object() || !e.contains("set") || !e["set"].is_object()) return;
+  auto p = e["summary"].find("probe_step_seconds");
+  if (p == e["summary"].end() || !p->is_number() || !(p->get<double>() > 0)) return;
+  std::map<std::string, std::string> set;
+  for (auto it = e["set"].begin(); it != e["set"].end(); ++it)
+    set[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
+  probes_.emplace(speed_signature(set), p->get<double>());
+}
 
-  // 1. Baseline repeats: the noise floor.
-  auto baseline = [&]() -> Status {
-    int have_base = 0;
-    for (const auto& e : S.ledger) have_base += e.value("phase", "") == "baseline" && e["status"] == "keep";
-    while (have_base < o.repeats && !done()) {
-      TrialResult r;
-      json e;
-      FRONTIER_RETURN_IF_ERROR(run_one({}, "base config (seed " + std::to_string(o.seed + have_base) + ")", o.budget,
-                                       o.seed + have_base, "baseline", &r, &e));
-      e["status"] = r.status == "ok" ? "keep" : r.status;
-      FRONTIER_RETURN_IF_ERROR(record(e, true));
-      if (r.status == "interrupted") return stopped;
-      if (r.status != "ok")
-        return Status::error("the base config crashed (" + r.error + "); see " + e["dir"].get<std::string>() +
-                             "/train.log");
-      have_base++;
+// Runs one trial: its "running" entry is saved first, so a killed loop leaves a trace the next one records.
+Status ResearchLoop::run_one(const std::map<std::string, std::string>& set, const std::string& desc, double budget,
+                             uint64_t seed, const std::string& phase, TrialResult* r, json* e) {
+  char id[16];
+  std::snprintf(id, sizeof(id), "%03zu", ledger_.size());
+  const std::string dir = o_.out_dir + "/trials/" + id;
+  *e = json{{"id", static_cast<int>(ledger_.size())}, {"set", set}, {"description", desc}, {"budget", budget},
+            {"seed", seed}, {"phase", phase}, {"status", "running"}, {"val_bpb", 0.0}, {"memory_gb", 0.0},
+            {"dir", dir}, {"loop_pid", static_cast<int64_t>(getpid())}};
+  ledger_.push_back(*e);
+  FRONTIER_RETURN_IF_ERROR(save());
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);  // a directory no ledger entry owns (ids are never reused)
+  std::map<std::string, std::string> run_set = set;
+  if (o_.budget_mode == "probe") {
+    run_set["train.budget_mode"] = "probe";
+    auto known = probes_.find(speed_signature(set));
+    if (known != probes_.end()) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%.17g", known->second);
+      run_set["train.probe_step_seconds"] = buf;
     }
-    if (have_base > 0)
-      std::printf("research: baseline val_bpb %.6f over %d runs, seed spread %.6f; keep rule: val_bpb < best - "
-                  "%.6f\n", S.best, have_base, S.spread, S.threshold());
-    return ok_status();
-  };
+  }
+  *r = run_trial(o_, run_set, budget, seed, dir);
+  if (r->status == "interrupted") interrupted_id_ = (*e)["id"].get<int>();
+  e->erase("loop_pid");
+  (*e)["val_bpb"] = r->val_bpb;
+  (*e)["memory_gb"] = r->memory_gb;
+  (*e)["seconds"] = r->seconds;
+  (*e)["summary"] = r->summary;
+  (*e)["error"] = r->error;
+  learn_probe(*e);
+  return ok_status();
+}
 
-  // 2. Proposals.
-  auto evaluate = [&](const std::map<std::string, std::string>& set, const std::string& desc,
-                      const std::string& phase, double budget) -> Status {
-    for (const auto& [k, v] : set) {
-      Config c = schema.defaults();
-      Status s = is_frozen_key(k) ? Status::error(k + " is frozen by the evaluator") : schema.apply_set(k + "=" + v, &c);
-      if (!s.ok()) {
-        json e = {{"set", set}, {"description", desc}, {"phase", phase}, {"status", "rejected"}, {"error", s.message()},
-                  {"val_bpb", 0.0}, {"memory_gb", 0.0}};
-        return record(e, false);
-      }
-    }
+Status ResearchLoop::baseline() {
+  int have_base = 0;
+  for (const auto& e : ledger_) have_base += e.value("phase", "") == "baseline" && e["status"] == "keep";
+  while (have_base < o_.repeats && !done()) {
     TrialResult r;
     json e;
-    FRONTIER_RETURN_IF_ERROR(run_one(set, desc, budget, o.seed, phase, &r, &e));
-    const bool keep = r.status == "ok" && phase != "screen" && r.val_bpb < S.best - S.threshold();
-    e["status"] = r.status != "ok" ? r.status : phase == "screen" ? "screen" : keep ? "keep" : "discard";
-    if (keep && std::isfinite(S.best)) e["improvement"] = S.best - r.val_bpb;  // none for a first, unmeasured best
+    FRONTIER_RETURN_IF_ERROR(run_one({}, "base config (seed " + std::to_string(o_.seed + have_base) + ")", o_.budget,
+                                     o_.seed + have_base, "baseline", &r, &e));
+    e["status"] = r.status == "ok" ? "keep" : r.status;
     FRONTIER_RETURN_IF_ERROR(record(e, true));
-    if (r.status == "interrupted") return stopped;
-    if (keep && !o.git_repo.empty()) {
-      Config c = base;
-      for (const auto& [k, v] : set) schema.apply_set(k + "=" + v, &c);
-      FRONTIER_RETURN_IF_ERROR(git_commit(o.git_repo, o.out_dir, branch, c.to_toml(),
-                                          "frontier research: val_bpb " + std::to_string(r.val_bpb) + ": " + desc));
-    }
-    return ok_status();
-  };
-  auto with_best = [&](std::map<std::string, std::string> set) {
-    for (const auto& [k, v] : S.best_set)
-      if (!set.count(k)) set[k] = v;
-    return set;
-  };
-  int proposer_failures = 0;  // in a row
-  auto proposals = [&]() -> Status {
-    while (!done()) {
-      std::map<std::string, std::string> set;
-      std::string desc;
-      if (o.proposer == "random") {
-        for (const auto& d : space) set[d.key] = sample_dim(d, rng);
-        FRONTIER_RETURN_IF_ERROR(evaluate(set, describe(set), "trial", o.budget));
-      } else if (o.proposer == "mutate") {
-        const SpaceDim& d = space[rng.pick(space.size())];
-        set = S.best_set;
-        std::string cur = set.count(d.key) ? set[d.key] : [&] {
-          const auto& v = base.values().at(d.key);
-          return std::visit([](const auto& x) {
-            std::ostringstream s;
-            s.precision(9);
-            s << std::boolalpha << x;
-            return s.str();
-          }, v);
-        }();
-        set[d.key] = mutate_dim(d, cur, rng);
-        FRONTIER_RETURN_IF_ERROR(evaluate(set, d.key + ": " + cur + " -> " + set[d.key], "trial", o.budget));
-      } else if (o.proposer == "halving") {
-        // Successive halving: 4 random neighbours of the best at a third of the budget, the best 2 of them at a
-        // full budget against the keep rule.
-        std::vector<std::pair<double, std::map<std::string, std::string>>> rung;
-        for (int i = 0; i < 4 && !done(); i++) {
-          auto s = S.best_set;
-          const SpaceDim& d = space[rng.pick(space.size())];
-          s[d.key] = sample_dim(d, rng);
-          FRONTIER_RETURN_IF_ERROR(evaluate(s, "screen: " + describe(s), "screen", o.budget / 3));
-          const auto& e = S.ledger.back();
-          if (e["status"] == "screen") rung.push_back({e["val_bpb"].get<double>(), s});
-        }
-        std::sort(rung.begin(), rung.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-        for (size_t i = 0; i < std::min<size_t>(2, rung.size()) && !done(); i++)
-          FRONTIER_RETURN_IF_ERROR(
-              evaluate(rung[i].second, "promoted: " + describe(rung[i].second), "trial", o.budget));
-      } else {
-        json st = {{"best_val_bpb", S.best}, {"best_set", S.best_set}, {"spread", S.spread},
-                   {"keep_threshold", S.threshold()}, {"base", base.to_toml()}, {"space", json::array()},
-                   {"ledger", S.ledger}};
-        for (const auto& d : space)
-          st["space"].push_back({{"key", d.key}, {"choices", d.choices}, {"min", d.lo}, {"max", d.hi},
-                                 {"log", d.log}, {"range", d.is_range}});
-        Status s = external_proposal(o, st, &set, &desc);
-        if (StopSignals::received()) return stopped;
-        if (!s.ok()) {  // recorded, and the loop asks again; a proposer that keeps failing stops the session
-          json e = {{"set", json::object()}, {"description", "failed proposal"}, {"phase", "proposal"},
-                    {"status", "rejected"}, {"error", s.message()}, {"val_bpb", 0.0}, {"memory_gb", 0.0}};
-          FRONTIER_RETURN_IF_ERROR(record(e, false));
-          if (++proposer_failures >= kProposerFailuresInARow)
-            return Status::error(s.message() + " (" + std::to_string(proposer_failures) + " failed proposals in a "
-                                 "row; fix the proposer and run the same command to resume)");
-          continue;
-        }
-        proposer_failures = 0;
-        FRONTIER_RETURN_IF_ERROR(evaluate(with_best(set), desc, "trial", o.budget));
-      }
-    }
-    return ok_status();
-  };
+    if (r.status == "interrupted") return stopped();
+    if (r.status != "ok")
+      return Status::error("the base config crashed (" + r.error + "); see " + e["dir"].get<std::string>() +
+                           "/train.log");
+    have_base++;
+  }
+  if (have_base > 0)
+    std::printf("research: baseline val_bpb %.6f over %d runs, seed spread %.6f; keep rule: val_bpb < best - "
+                "%.6f\n", best_, have_base, spread_, threshold());
+  return ok_status();
+}
 
-  // 3. Summary: what helped most (also after a stop signal).
-  auto summary = [&] {
-    std::vector<const json*> kept;
-    for (const auto& e : S.ledger)
-      if (e["status"] == "keep" && e.contains("improvement")) kept.push_back(&e);
-    std::sort(kept.begin(), kept.end(), [](const json* a, const json* b) {
-      return (*a)["improvement"].get<double>() > (*b)["improvement"].get<double>();
-    });
-    int crashes = 0, n_base = 0, interrupted = 0;
-    for (const auto& e : S.ledger) {
-      crashes += e["status"] == "crash";
-      interrupted += e["status"] == "interrupted";
-      n_base += e.value("phase", "") == "baseline";
+// One proposal: rejected without a run when a key is frozen or a value is refused by the schema; else a trial,
+// kept by the noise-aware rule (a "screen" trial is never kept) and, in git mode, committed.
+Status ResearchLoop::evaluate(const std::map<std::string, std::string>& set, const std::string& desc,
+                              const std::string& phase, double budget) {
+  for (const auto& [k, v] : set) {
+    Config c = schema_.defaults();
+    Status s =
+        is_frozen_key(k) ? Status::error(k + " is frozen by the evaluator") : schema_.apply_set(k + "=" + v, &c);
+    if (!s.ok()) {
+      json e = {{"set", set}, {"description", desc}, {"phase", phase}, {"status", "rejected"}, {"error", s.message()},
+                {"val_bpb", 0.0}, {"memory_gb", 0.0}};
+      return record(e, false);
     }
-    std::printf("---\nresearch: %zu trials (%d baseline, %zu kept, %d crashed, %d interrupted); best val_bpb %.6f "
-                "(noise floor %.6f)\n", S.ledger.size(), n_base, kept.size(), crashes, interrupted, S.best,
-                S.threshold());
-    std::printf("best config: %s\n", describe(S.best_set).c_str());
-    for (const json* e : kept)
-      std::printf("  helped: -%.6f  %s\n", (*e)["improvement"].get<double>(),
-                  (*e)["description"].get<std::string>().c_str());
-    std::printf("ledger: %s/results.tsv, %s/ledger.jsonl; chart: %s/progress.svg\n", o.out_dir.c_str(),
-                o.out_dir.c_str(), o.out_dir.c_str());
-    std::fflush(stdout);
-  };
+  }
+  TrialResult r;
+  json e;
+  FRONTIER_RETURN_IF_ERROR(run_one(set, desc, budget, o_.seed, phase, &r, &e));
+  const bool keep = r.status == "ok" && phase != "screen" && r.val_bpb < best_ - threshold();
+  e["status"] = r.status != "ok" ? r.status : phase == "screen" ? "screen" : keep ? "keep" : "discard";
+  if (keep && std::isfinite(best_)) e["improvement"] = best_ - r.val_bpb;  // none for a first, unmeasured best
+  FRONTIER_RETURN_IF_ERROR(record(e, true));
+  if (r.status == "interrupted") return stopped();
+  if (keep && !o_.git_repo.empty()) {
+    Config c = base_;
+    for (const auto& [k, v] : set) schema_.apply_set(k + "=" + v, &c);
+    FRONTIER_RETURN_IF_ERROR(git_commit(o_.git_repo, o_.out_dir, branch_, c.to_toml(),
+                                        "frontier research: val_bpb " + std::to_string(r.val_bpb) + ": " + desc));
+  }
+  return ok_status();
+}
 
-  Status s = baseline();
-  if (s.ok()) s = proposals();
+std::map<std::string, std::string> ResearchLoop::with_best(std::map<std::string, std::string> set) const {
+  for (const auto& [k, v] : best_set_)
+    if (!set.count(k)) set[k] = v;
+  return set;
+}
+
+Status ResearchLoop::proposals() {
+  while (!done()) {
+    Status s = o_.proposer == "random"    ? propose_random()
+               : o_.proposer == "mutate"  ? propose_mutate()
+               : o_.proposer == "halving" ? propose_halving()
+                                          : propose_external();
+    FRONTIER_RETURN_IF_ERROR(s);
+  }
+  return ok_status();
+}
+
+// Every key of the space drawn afresh.
+Status ResearchLoop::propose_random() {
+  std::map<std::string, std::string> set;
+  for (const auto& d : space_) set[d.key] = sample_dim(d, rng_);
+  return evaluate(set, describe(set), "trial", o_.budget);
+}
+
+// The best config with one key moved to a neighbour of its value.
+Status ResearchLoop::propose_mutate() {
+  const SpaceDim& d = space_[rng_.pick(space_.size())];
+  std::map<std::string, std::string> set = best_set_;
+  std::string cur = set.count(d.key) ? set[d.key] : value_text(base_, d.key);
+  set[d.key] = mutate_dim(d, cur, rng_);
+  return evaluate(set, d.key + ": " + cur + " -> " + set[d.key], "trial", o_.budget);
+}
+
+// Successive halving: 4 random neighbours of the best at a third of the budget, the best 2 of them at a full
+// budget against the keep rule.
+Status ResearchLoop::propose_halving() {
+  std::vector<std::pair<double, std::map<std::string, std::string>>> rung;
+  for (int i = 0; i < 4 && !done(); i++) {
+    auto s = best_set_;
+    const SpaceDim& d = space_[rng_.pick(space_.size())];
+    s[d.key] = sample_dim(d, rng_);
+    FRONTIER_RETURN_IF_ERROR(evaluate(s, "screen: " + describe(s), "screen", o_.budget / 3));
+    const auto& e = ledger_.back();
+    if (e["status"] == "screen") rung.push_back({e["val_bpb"].get<double>(), s});
+  }
+  std::sort(rung.begin(), rung.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < std::min<size_t>(2, rung.size()) && !done(); i++)
+    FRONTIER_RETURN_IF_ERROR(evaluate(rung[i].second, "promoted: " + describe(rung[i].second), "trial", o_.budget));
+  return ok_status();
+}
+
+// The external proposer, given the session's state. A failure is recorded and the loop asks again; a proposer that
+// keeps failing stops the session.
+Status ResearchLoop::propose_external() {
+  json st = {{"best_val_bpb", best_}, {"best_set", best_set_}, {"spread", spread_},
+             {"keep_threshold", threshold()}, {"base", base_.to_toml()}, {"space", json::array()},
+             {"ledger", ledger_}};
+  for (const auto& d : space_)
+    st["space"].push_back({{"key", d.key}, {"choices", d.choices}, {"min", d.lo}, {"max", d.hi},
+                           {"log", d.log}, {"range", d.is_range}});
+  std::map<std::string, std::string> set;
+  std::string desc;
+  Status s = external_proposal(o_, st, &set, &desc);
+  if (StopSignals::received()) return stopped();
+  if (!s.ok()) {
+    json e = {{"set", json::object()}, {"description", "failed proposal"}, {"phase", "proposal"},
+              {"status", "rejected"}, {"error", s.message()}, {"val_bpb", 0.0}, {"memory_gb", 0.0}};
+    FRONTIER_RETURN_IF_ERROR(record(e, false));
+    if (++proposer_failures_ >= kProposerFailuresInARow)
+      return Status::error(s.message() + " (" + std::to_string(proposer_failures_) + " failed proposals in a "
+                           "row; fix the proposer and run the same command to resume)");
+    return ok_status();
+  }
+  proposer_failures_ = 0;
+  return evaluate(with_best(set), desc, "trial", o_.budget);
+}
+
+// What helped most (also after a stop signal).
+void ResearchLoop::summary() const {
+  std::vector<const json*> kept;
+  for (const auto& e : ledger_)
+    if (e["status"] == "keep" && e.contains("improvement")) kept.push_back(&e);
+  std::sort(kept.begin(), kept.end(), [](const json* a, const json* b) {
+    return (*a)["improvement"].get<double>() > (*b)["improvement"].get<double>();
+  });
+  int crashes = 0, n_base = 0, interrupted = 0;
+  for (const auto& e : ledger_) {
+    crashes += e["status"] == "crash";
+    interrupted += e["status"] == "interrupted";
+    n_base += e.value("phase", "") == "baseline";
+  }
+  std::printf("---\nresearch: %zu trials (%d baseline, %zu kept, %d crashed, %d interrupted); best val_bpb %.6f "
+              "(noise floor %.6f)\n", ledger_.size(), n_base, kept.size(), crashes, interrupted, best_,
+              threshold());
+  std::printf("best config: %s\n", describe(best_set_).c_str());
+  for (const json* e : kept)
+    std::printf("  helped: -%.6f  %s\n", (*e)["improvement"].get<double>(),
+                (*e)["description"].get<std::string>().c_str());
+  std::printf("ledger: %s/results.tsv, %s/ledger.jsonl; chart: %s/progress.svg\n", o_.out_dir.c_str(),
+              o_.out_dir.c_str(), o_.out_dir.c_str());
+  std::fflush(stdout);
+}
+
+Status ResearchLoop::finish(const Status& s) {
   if (StopSignals::received()) {
     summary();
     std::string msg = "stopped by " + stop_signal_name();
-    if (interrupted_id >= 0) msg += "; trial " + std::to_string(interrupted_id) + " recorded as interrupted";
+    if (interrupted_id_ >= 0) msg += "; trial " + std::to_string(interrupted_id_) + " recorded as interrupted";
     return Status::error(msg + "; run the same command to resume the session");
   }
   if (!s.ok()) return s;
   summary();
   return ok_status();
+}
+
+}  // namespace
+
+Status run_research(const ResearchOptions& opt) {
+  ResearchLoop loop(opt);
+  FRONTIER_RETURN_IF_ERROR(loop.setup());
+  Status s = loop.baseline();
+  if (s.ok()) s = loop.proposals();
+  return loop.finish(s);
 }
 
 }  // namespace frontier

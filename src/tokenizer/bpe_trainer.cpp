@@ -32,6 +32,84 @@ struct PairHash {
   }
 };
 
+using PairCounts = std::unordered_map<Pair, int64_t, PairHash>;
+using PairWords = std::unordered_map<Pair, std::vector<uint32_t>, PairHash>;  // pair -> the pieces that hold it
+
+// The pieces as byte ids, in byte order so that the result does not depend on hash-table or thread order; wcount:
+// each piece's count.
+void pieces_in_byte_order(const PieceCounts& counts, std::vector<std::vector<uint32_t>>* words,
+                          std::vector<int64_t>* wcount) {
+  std::vector<std::pair<std::string_view, uint64_t>> sorted;
+  sorted.reserve(counts.size());
+  for (auto& [k, v] : counts) sorted.emplace_back(k, v);
+  std::sort(sorted.begin(), sorted.end());
+  words->resize(sorted.size());
+  wcount->resize(sorted.size());
+  for (size_t w = 0; w < sorted.size(); w++) {
+    (*words)[w].assign(reinterpret_cast<const uint8_t*>(sorted[w].first.data()),
+                       reinterpret_cast<const uint8_t*>(sorted[w].first.data()) + sorted[w].first.size());
+    (*wcount)[w] = static_cast<int64_t>(sorted[w].second);
+  }
+}
+
+// Each adjacent pair's count over the pieces, the pieces that hold it (in order, each once) and a heap of the counts.
+void index_pairs(const std::vector<std::vector<uint32_t>>& words, const std::vector<int64_t>& wcount,
+                 PairCounts* pair_count, PairWords* pair_words, std::priority_queue<HeapItem>* heap) {
+  for (uint32_t w = 0; w < words.size(); w++) {
+    const auto& ids = words[w];
+    for (size_t i = 0; i + 1 < ids.size(); i++) {
+      Pair p = make_pair_id(ids[i], ids[i + 1]);
+      (*pair_count)[p] += wcount[w];
+      auto& lst = (*pair_words)[p];
+      if (lst.empty() || lst.back() != w) lst.push_back(w);
+    }
+  }
+  for (auto& [p, c] : *pair_count)
+    if (c > 0) heap->push({c, p});
+}
+
+// ids with every (a, b) replaced by new_id, into *merged, and the pair-count changes that makes (times c, the
+// piece's count) into *deltas. False when ids holds no (a, b): a stale entry of the index.
+bool merge_word(const std::vector<uint32_t>& ids, uint32_t a, uint32_t b, uint32_t new_id, int64_t c,
+                std::vector<uint32_t>* merged, std::vector<std::pair<Pair, int64_t>>* deltas) {
+  const Pair ab = make_pair_id(a, b);
+  merged->clear();
+  deltas->clear();
+  bool changed = false;
+  for (size_t i = 0; i < ids.size();) {
+    if (i + 1 < ids.size() && ids[i] == a && ids[i + 1] == b) {
+      if (!merged->empty()) {
+        deltas->emplace_back(make_pair_id(merged->back(), a), -c);
+        deltas->emplace_back(make_pair_id(merged->back(), new_id), c);
+      }
+      deltas->emplace_back(ab, -c);
+      if (i + 2 < ids.size()) {
+        deltas->emplace_back(make_pair_id(b, ids[i + 2]), -c);
+        deltas->emplace_back(make_pair_id(new_id, ids[i + 2]), c);
+      }
+      merged->push_back(new_id);
+      i += 2;
+      changed = true;
+    } else {
+      merged->push_back(ids[i]);
+      i++;
+    }
+  }
+  return changed;
+}
+
+// One merge's summed count changes: a grown pair goes on the heap with its new count (the old entry is skipped
+// when popped, its count stale); a pair whose count reaches zero leaves the counts.
+void apply_deltas(const PairCounts& delta_sum, PairCounts* pair_count, std::priority_queue<HeapItem>* heap) {
+  for (auto& [p, d] : delta_sum) {
+    if (d == 0) continue;
+    int64_t& pcnt = (*pair_count)[p];
+    pcnt += d;
+    if (d > 0) heap->push({pcnt, p});
+    if (pcnt <= 0) pair_count->erase(p);
+  }
+}
+
 }  // namespace
 
 BpeTrainer::BpeTrainer(const std::string& pattern) : pattern_(pattern) { status_ = splitter_.compile(pattern); }
@@ -106,34 +184,13 @@ Status BpeTrainer::train(uint32_t vocab_size, const std::vector<std::string>& sp
   const uint32_t n_ranks_target = vocab_size - n_special;
   auto t0 = std::chrono::steady_clock::now();
 
-  // Pieces in byte order, so the result does not depend on hash-table or thread order.
-  std::vector<std::pair<std::string_view, uint64_t>> sorted;
-  sorted.reserve(counts_.size());
-  for (auto& [k, v] : counts_) sorted.emplace_back(k, v);
-  std::sort(sorted.begin(), sorted.end());
-  std::vector<std::vector<uint32_t>> words(sorted.size());
-  std::vector<int64_t> wcount(sorted.size());
-  for (size_t w = 0; w < sorted.size(); w++) {
-    words[w].assign(reinterpret_cast<const uint8_t*>(sorted[w].first.data()),
-                    reinterpret_cast<const uint8_t*>(sorted[w].first.data()) + sorted[w].first.size());
-    wcount[w] = static_cast<int64_t>(sorted[w].second);
-  }
-  sorted.clear();
-
-  std::unordered_map<Pair, int64_t, PairHash> pair_count;
-  std::unordered_map<Pair, std::vector<uint32_t>, PairHash> pair_words;
-  for (uint32_t w = 0; w < words.size(); w++) {
-    const auto& ids = words[w];
-    for (size_t i = 0; i + 1 < ids.size(); i++) {
-      Pair p = make_pair_id(ids[i], ids[i + 1]);
-      pair_count[p] += wcount[w];
-      auto& lst = pair_words[p];
-      if (lst.empty() || lst.back() != w) lst.push_back(w);
-    }
-  }
+  std::vector<std::vector<uint32_t>> words;
+  std::vector<int64_t> wcount;
+  pieces_in_byte_order(counts_, &words, &wcount);
+  PairCounts pair_count;
+  PairWords pair_words;
   std::priority_queue<HeapItem> heap;
-  for (auto& [p, c] : pair_count)
-    if (c > 0) heap.push({c, p});
+  index_pairs(words, wcount, &pair_count, &pair_words, &heap);
 
   std::vector<std::string> ranks(256);
   for (int b = 0; b < 256; b++) ranks[b] = std::string(1, static_cast<char>(b));
@@ -141,7 +198,7 @@ Status BpeTrainer::train(uint32_t vocab_size, const std::vector<std::string>& sp
   for (uint32_t b = 0; b < 256; b++) by_bytes[ranks[b]] = b;
 
   std::vector<std::pair<Pair, int64_t>> deltas;  // per merge step
-  std::unordered_map<Pair, int64_t, PairHash> delta_sum;
+  PairCounts delta_sum;
   std::vector<uint32_t> merged;
   uint64_t merges_done = 0, reused = 0;
   auto last_report = t0;
@@ -177,30 +234,7 @@ Status BpeTrainer::train(uint32_t vocab_size, const std::vector<std::string>& sp
     delta_sum.clear();
     for (uint32_t w : affected) {
       auto& ids = words[w];
-      int64_t c = wcount[w];
-      merged.clear();
-      deltas.clear();
-      bool changed = false;
-      for (size_t i = 0; i < ids.size();) {
-        if (i + 1 < ids.size() && ids[i] == a && ids[i + 1] == b) {
-          if (!merged.empty()) {
-            deltas.emplace_back(make_pair_id(merged.back(), a), -c);
-            deltas.emplace_back(make_pair_id(merged.back(), new_id), c);
-          }
-          deltas.emplace_back(top.pair, -c);
-          if (i + 2 < ids.size()) {
-            deltas.emplace_back(make_pair_id(b, ids[i + 2]), -c);
-            deltas.emplace_back(make_pair_id(new_id, ids[i + 2]), c);
-          }
-          merged.push_back(new_id);
-          i += 2;
-          changed = true;
-        } else {
-          merged.push_back(ids[i]);
-          i++;
-        }
-      }
-      if (!changed) continue;  // stale entry: the word no longer holds the pair
+      if (!merge_word(ids, a, b, new_id, wcount[w], &merged, &deltas)) continue;
       ids.swap(merged);
       for (auto& [p, d] : deltas) {
         delta_sum[p] += d;
@@ -210,13 +244,7 @@ Status BpeTrainer::train(uint32_t vocab_size, const std::vector<std::string>& sp
         }
       }
     }
-    for (auto& [p, d] : delta_sum) {
-      if (d == 0) continue;
-      int64_t& pcnt = pair_count[p];
-      pcnt += d;
-      if (d > 0) heap.push({pcnt, p});
-      if (pcnt <= 0) pair_count.erase(p);
-    }
+    apply_deltas(delta_sum, &pair_count, &heap);
     if (verbose && merges_done % 256 == 0 && seconds_since(last_report) > 5.0) {
       last_report = std::chrono::steady_clock::now();
       std::fprintf(stderr, "  bpe: %llu/%u merges, %.1fs\n", static_cast<unsigned long long>(merges_done),

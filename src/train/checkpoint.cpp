@@ -1,8 +1,13 @@
 #include "train/checkpoint.h"
 
+#include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "model/gpt.h"
+#include "model/model_config.h"
+#include "train/identity.h"
+#include "train/schema.h"
 #include "util/file.h"
 #include "util/sha256.h"
 
@@ -79,6 +84,40 @@ Status load_checkpoint(const std::string& path, std::string* config, std::string
         return bad(std::string("its metadata says ") + key + " " + it->dump() + ", which cannot be negative");
     }
   }
+  return ok_status();
+}
+
+Status load_trained_model(const std::string& path, Config* cfg, std::unique_ptr<Gpt>* gpt, RunIdentity* id) {
+  std::string toml;
+  std::vector<float> w, st;
+  std::string meta_text;
+  FRONTIER_RETURN_IF_ERROR(load_checkpoint(path, &toml, &meta_text, &w, &st));
+  ConfigSchema schema = train_schema();
+  *cfg = schema.defaults();
+  FRONTIER_RETURN_IF_ERROR(schema.load_toml_string(toml, path + " (config)", cfg));
+  ModelShape shape;
+  FRONTIER_RETURN_IF_ERROR(derive_model_shape(*cfg, &shape));
+  if (Gpt::param_table(shape).back().offset + Gpt::param_table(shape).back().numel() !=
+      static_cast<int64_t>(w.size()))
+    return Status::error(path + ": " + std::to_string(w.size()) + " weights, but its config's model has a different "
+                         "count (corrupt checkpoint)");
+  FRONTIER_RETURN_IF_ERROR(check_finite(w, path));
+  auto g = std::make_unique<Gpt>(shape);
+  g->weights() = std::move(w);
+  *gpt = std::move(g);
+  if (id) {
+    nlohmann::json meta = nlohmann::json::parse(meta_text, nullptr, false);
+    *id = RunIdentity::from_json(meta.is_object() && meta.contains("identity") ? meta["identity"] : nlohmann::json());
+  }
+  return ok_status();
+}
+
+Status check_finite(const std::vector<float>& w, const std::string& path) {
+  for (size_t i = 0; i < w.size(); i++)
+    if (!std::isfinite(w[i]))
+      return Status::error(path + ": weight " + std::to_string(i) + " of " + std::to_string(w.size()) + " is " +
+                           (std::isnan(w[i]) ? "NaN" : "infinite") + " (the run diverged or the file was altered); "
+                           "use an earlier checkpoint");
   return ok_status();
 }
 

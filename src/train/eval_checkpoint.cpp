@@ -1,6 +1,6 @@
 #include "train/eval_checkpoint.h"
 
-#include "train/train.h"
+#include "train/checkpoint.h"
 
 namespace frontier {
 
@@ -8,7 +8,8 @@ Status open_checkpoint_for_eval(const std::string& ckpt, const std::string& data
                                 bool cross_data, EvalCheckpoint* out) {
   EvalCheckpoint& e = *out;
   FRONTIER_RETURN_IF_ERROR(load_trained_model(ckpt, &e.cfg, &e.gpt, &e.id));
-  e.data_dir = data_dir.empty() ? e.cfg.get_string("train.data") : data_dir;
+  e.set = train_settings(e.cfg);
+  e.data_dir = data_dir.empty() ? e.set.data : data_dir;
   if (needs == EvalNeeds::kData) {
     FRONTIER_RETURN_IF_ERROR(e.data.open(e.data_dir));
     FRONTIER_RETURN_IF_ERROR(e.id.check_data(e.data, cross_data, ckpt, &e.note));

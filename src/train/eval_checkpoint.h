@@ -3,9 +3,9 @@
 //
 //   EvalCheckpoint e;
 //   FRONTIER_RETURN_IF_ERROR(open_checkpoint_for_eval(ckpt, data_dir, EvalNeeds::kData, cross, &e));
-//   evaluate_bpb(*e.gpt, e.data, ...);            // e.tokenizer() is the data's
+//   evaluate_bpb(*e.gpt, e.data, e.set.eval_tokens, ...);   // eval/bpb.h; e.tokenizer() is the data's
 //
-// It loads the checkpoint (its config, weights checked finite, identities: train/train.h load_trained_model), then
+// It loads the checkpoint (config, weights checked finite, identities: train/checkpoint.h load_trained_model), then
 // the tokenizer alone (kTokenizer) or the whole prepared dataset (kData) from data_dir ("" = the run's train.data),
 // checks that they are the ones the checkpoint was trained with (train/identity.h: a different dataset with the
 // same tokenizer only with cross_data, and *note then says so), and that the vocabulary sizes agree. Every failure
@@ -20,6 +20,7 @@
 #include "model/gpt.h"
 #include "tokenizer/tokenizer.h"
 #include "train/identity.h"
+#include "train/settings.h"
 
 namespace frontier {
 
@@ -27,6 +28,7 @@ enum class EvalNeeds { kTokenizer, kData };
 
 struct EvalCheckpoint {
   Config cfg;                 // the run's config
+  TrainSettings set;          // its train.* and eval.* keys, typed (eval.tokens, eval.batch, train.data)
   std::unique_ptr<Gpt> gpt;
   RunIdentity id;
   std::string data_dir;       // where the tokenizer (and data) came from

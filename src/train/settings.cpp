@@ -2,17 +2,14 @@
 
 namespace frontier {
 
-Status read_train_settings(const Config& cfg, TrainSettings* out) {
+TrainSettings train_settings(const Config& cfg) {
   TrainSettings t;
   t.data = cfg.get_string("train.data");
   t.run_dir = cfg.get_string("train.run_dir");
   t.precision = cfg.get_string("train.precision");
   t.mtp_weights = cfg.get_string("train.mtp_weights");
   t.comm_dtype = cfg.get_string("train.comm_dtype");
-  const std::string mode = cfg.get_string("train.budget_mode");
-  if (mode == "wall") t.budget_mode = BudgetMode::kWall;
-  else if (mode == "probe") t.budget_mode = BudgetMode::kProbe;
-  else return Status::error("train.budget_mode = '" + mode + "' is not wall or probe");
+  t.budget_mode = cfg.get_string("train.budget_mode") == "probe" ? BudgetMode::kProbe : BudgetMode::kWall;
   t.budget_seconds = cfg.get_float("train.budget_seconds");
   t.probe_step_seconds = cfg.get_float("train.probe_step_seconds");
   t.peak_gflops = cfg.get_float("train.peak_gflops");
@@ -31,7 +28,14 @@ Status read_train_settings(const Config& cfg, TrainSettings* out) {
   t.overlap_comm = cfg.get_bool("train.overlap_comm");
   t.eval_tokens = cfg.get_int("eval.tokens");
   t.eval_batch = cfg.get_int("eval.batch");
-  *out = t;
+  return t;
+}
+
+Status read_train_settings(const Config& cfg, TrainSettings* out) {
+  const std::string& mode = cfg.get_string("train.budget_mode");
+  if (mode != "wall" && mode != "probe")
+    return Status::error("train.budget_mode = '" + mode + "' is not wall or probe");
+  *out = train_settings(cfg);
   return ok_status();
 }
 

@@ -1,9 +1,11 @@
 // The run's train.* and eval.* keys as typed settings, read once (read_train_settings) so that the training run
 // reads fields, not strings; beside Recipe (train/recipe.h: optim.* and the schedules) and ModelShape
-// (model/model_config.h: model.*). The keys, their defaults and ranges are declared in train_schema (train.h).
+// (model/model_config.h: model.*). The keys, their defaults and ranges are declared in train_schema
+// (train/schema.h).
 //
 //   TrainSettings t;
-//   FRONTIER_RETURN_IF_ERROR(read_train_settings(cfg, &t));   // one-line errors naming the key
+//   FRONTIER_RETURN_IF_ERROR(read_train_settings(cfg, &t));   // a run: one-line errors naming the key
+//   int64_t B = train_settings(cfg).micro_batch;              // code that builds or times a config's model
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,11 @@ struct TrainSettings {
   int64_t eval_tokens = 32768, eval_batch = 8;       // eval.tokens, eval.batch
 };
 
+// Every key as its field. It cannot fail: a train.budget_mode other than wall or probe reads as wall here, for code
+// that builds, times or scores a config's model without running its budget (step timing, profile, advise, export,
+// eval), where the mode is not checked.
+TrainSettings train_settings(const Config& cfg);
+// For a run: train_settings, and an error naming a train.budget_mode that is neither wall nor probe.
 Status read_train_settings(const Config& cfg, TrainSettings* out);
 
 }  // namespace frontier

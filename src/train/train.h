@@ -1,6 +1,6 @@
 // `frontier train`: train the GPT on prepared shards until a wall-clock budget is spent, then score val_bpb.
 //
-//   ConfigSchema schema = train_schema();
+//   ConfigSchema schema = train_schema();         // train/schema.h
 //   Config cfg = schema.defaults();              // + configs/*.toml + --set overrides
 //   TrainSummary s;
 //   FRONTIER_RETURN_IF_ERROR(train(cfg, &s));    // prints progress, writes the run directory
@@ -17,27 +17,18 @@
 // current step, save a checkpoint and print a summary marked interrupted (a second signal quits at once); a failed
 // write is reported in the summary (not_saved:) and the exit status; the checkpoint records the tokenizer and data
 // identities (train/identity.h), checked on resume and by every command that loads it.
+//
+// The pieces it is built from live beside it: the schema and precision (train/schema.h), the typed settings
+// (train/settings.h, train/recipe.h), checkpoints and load_trained_model (train/checkpoint.h), step timing
+// (train/step_parts.h) and val_bpb (eval/bpb.h).
 #pragma once
 
-#include <memory>
+#include <cstdint>
 #include <string>
-#include <vector>
-
-#include "kernels/precision.h"
 
 #include "config/config.h"
 
 namespace frontier {
-
-class Gpt;
-class Optimizer;
-class PreparedData;
-struct RunIdentity;
-
-ConfigSchema train_schema();
-// train.precision -> the GEMM precision: "auto" is bf16 at the avx512bf16 tier, else fp32; an unknown name is an
-// error. "bf16" below that tier warns (the reference bf16 kernel is slow).
-Status resolve_precision(const std::string& name, Precision* out);  // model.*, optim.*, train.*, eval.* keys
 
 struct TrainSummary {
   double val_bpb_se = 0;  // the standard error of val_bpb from the validation sample (evaluate_bpb's se)
@@ -77,42 +68,5 @@ struct TrainOptions {
 // was computed, with has_summary set: print it, then the error.
 Status train(const Config& cfg, TrainSummary* out, const TrainOptions& opts);
 Status train(const Config& cfg, TrainSummary* out, const std::string& resume_dir = "");
-
-// nanochat's evaluate_bpb formula: summed nats over summed UTF-8 bytes of the target tokens, specials (0 bytes)
-// excluded, on the first eval_tokens target tokens of the validation split, each scored once, in windows of at most
-// T (data/val_windows.h: the same text at every T, unlike nanochat's best-fit val loader, which crops documents to
-// their first T tokens). Under mpirun the batches are dealt over the ranks (batch i to rank i mod R) and the sums
-// reduced: the same batches are scored. *scored (optional): the target tokens scored, eval_tokens or, for a split
-// shorter than that, the whole split (a warning says so).
-// *se (optional): the standard error of that estimate from the validation sample alone (the windows of T targets
-// as samples of a ratio estimator). windows (optional, one process only): each window's (nats, bytes), in order,
-// for a paired comparison of two models on the same windows (bpb_difference).
-struct BpbWindows {
-  std::vector<double> nats, bytes;
-};
-Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
-                    const std::string& split = "val", int64_t* scored = nullptr, double* se = nullptr,
-                    BpbWindows* windows = nullptr);
-// bpb(a) - bpb(b) on the same windows, and its standard error from the paired per-window differences: far smaller
-// than either model's own, since both score the same text. False if the windows differ.
-bool bpb_difference(const BpbWindows& a, const BpbWindows& b, double* diff, double* se);
-
-// Loads a checkpoint written by train(): its config (into *cfg, through train_schema), weights (checked finite) and,
-// if id is given, the tokenizer and data identities it was trained with.
-Status load_trained_model(const std::string& ckpt_path, Config* cfg, std::unique_ptr<Gpt>* gpt,
-                          RunIdentity* id = nullptr);
-
-// The speed of a training step, on random tokens (speed does not depend on the data): `warmup` untimed steps, then
-// `steps` timed ones, each zero_grad + accum forward/backward micro-batches (fb, seconds) and the optimizer (opt).
-// The probe budget mode (step = fb + opt) and `frontier scale project` (train/step_parts.h) time steps with it.
-// The weights and optimizer state are changed: reset them after.
-struct StepTimes {
-  std::vector<double> fb, opt;  // per timed step
-};
-void time_random_steps(Gpt& gpt, Optimizer& opt, Precision prec, int B, int T, int64_t accum, int warmup, int steps,
-                       StepTimes* out);
-
-// An error naming the first NaN or infinite value of a checkpoint's weights.
-Status check_finite(const std::vector<float>& w, const std::string& path);
 
 }  // namespace frontier

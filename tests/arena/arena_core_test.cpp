@@ -16,7 +16,7 @@
 #include "eval/score.h"
 #include "model/gpt.h"
 #include "tokenizer/tokenizer.h"
-#include "train/train.h"
+#include "train/checkpoint.h"
 #include "util/file.h"
 
 namespace frontier::testing {

@@ -27,7 +27,7 @@
 #include "eval/core_eval.h"
 #include "model/gpt.h"
 #include "tokenizer/tokenizer.h"
-#include "train/train.h"
+#include "train/checkpoint.h"
 #include "util/file.h"
 #include "util/subprocess.h"
 

@@ -19,7 +19,6 @@
 #include "reliability_util.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
-#include "train/train.h"
 #include "util/file.h"
 
 namespace fs = std::filesystem;

@@ -1,6 +1,6 @@
 """Training tokens/s of the same GPT in PyTorch (Debian python3-torch, CPU), for comparison with `frontier train`.
 
-    /usr/bin/python3 bench/torch_speed.py --depth 2 --seq-len 128 --batch 8 --threads 2 --steps 10
+    /usr/bin/python3 python/torch_speed.py --depth 2 --seq-len 128 --batch 8 --threads 2 --steps 10
 
 Uses tests/torch/gpt_ref.py's forward and Muon step (the model and optimizer the parity tests check): Muon on the
 block matrices, torch.optim.AdamW on embeddings, lm_head and scalars, as `frontier train` does (--optim adamw puts
