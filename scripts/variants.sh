@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 WIKI="${1:-data/wiki}"
 BUDGET="${2:-300}"
-F=build/frontier
+F="${FRONTIER_BIN:-build/frontier}"  # a copy, when the build tree may change during the runs
 OUT="docs/variants/${BUDGET}s"
 mkdir -p "$OUT"
 SH="${FRONTIER_SHARED:-../shared}/data/corpus/wikipedia-en-2015"
@@ -25,10 +25,10 @@ VARIANTS=(
   "rope_half|configs/baseline.toml|model.rope_fraction=0.5"
   "rope_half_key_offset|configs/baseline.toml|model.rope_fraction=0.5 model.key_offset=true"
   "smear|configs/baseline.toml|model.smear=true"
-  # backout and nanochat's 12 x 3 gate alone were probed but not run on 2026-12-06 (time; both are in the nanochat
-  # row); value_embeds=all and geglu were not run either.
-  # "backout|configs/baseline.toml|model.backout=true"
-  # "ve_gate_12x3|configs/baseline.toml|model.ve_gate_channels=12 model.ve_gate_scale=3 model.ve_gate_init=0.02"
+  # backout and the gate: probed on 2026-12-06 with the rest, run in the next session (2026-12-06, later).
+  "backout|configs/baseline.toml|model.backout=true"
+  "ve_gate_12x3|configs/baseline.toml|model.ve_gate_channels=12 model.ve_gate_scale=3 model.ve_gate_init=0.02"
+  # value_embeds=all and geglu were not run.
   "leaky_relu2|configs/baseline.toml|model.mlp=leaky_relu2"
   "swiglu|configs/baseline.toml|model.mlp=swiglu model.mlp_ratio=2.6667"
   "tied|configs/baseline.toml|model.tie_embeddings=true"

@@ -7,12 +7,13 @@ cd "$(dirname "$0")/.."
 BUDGET="${1:-300}"
 OUT="docs/variants/${BUDGET}s"
 RUNS="runs/variants-$BUDGET"
-NAMES="nanochat windows_SSSL qk_scale_1.2 rope_half rope_half_key_offset smear leaky_relu2 swiglu
-  tied ngram_2_3 mtp_2 moe_8_top2"
+NAMES="nanochat windows_SSSL qk_scale_1.2 rope_half rope_half_key_offset smear backout ve_gate_12x3 leaky_relu2
+  swiglu tied ngram_2_3 mtp_2 moe_8_top2"
+F="${FRONTIER_BIN:-build/frontier}"
 for name in $NAMES; do
   [ -s "$OUT/$name.paired" ] && continue
   while ! grep -q '^val_bpb:' "$OUT/$name.txt" 2>/dev/null; do sleep 20; done
-  OMP_NUM_THREADS=1 build/frontier eval bpb --checkpoint "$RUNS/$name/model.ckpt" \
+  OMP_NUM_THREADS=1 "$F" eval bpb --checkpoint "$RUNS/$name/model.ckpt" \
       --against "$RUNS/baseline/model.ckpt" >"$OUT/$name.paired.tmp" 2>&1
   mv "$OUT/$name.paired.tmp" "$OUT/$name.paired"
   echo "$name: $(grep '^difference' "$OUT/$name.paired")"

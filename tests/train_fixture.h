@@ -65,10 +65,15 @@ inline std::string dataset() {
   return dir;
 }
 
-// The test model: depth 1, dim 64, 2 heads of 32, T = 32. --data and --budget are added unless extra has them.
+// The test model: depth 1, dim 64, 2 heads of 32, T = 32. --data and --budget are added unless extra has them;
+// train.precision = fp32 unless extra sets it or names a config or a run to resume (tests compare runs bit for
+// bit, and auto times the two units at every start: on a loaded machine two runs of one test resolved differently).
 inline std::string train_cmd(const std::string& extra) {
   std::string data = extra.find("--data") == std::string::npos ? " --data " + dataset() + "/data" : "";
   std::string budget = extra.find("--budget") == std::string::npos ? " --budget 5" : "";
+  if (extra.find("train.precision") == std::string::npos && extra.find("--config") == std::string::npos &&
+      extra.find("--resume") == std::string::npos)
+    budget += " --set train.precision=fp32";
   return frontier_bin() + " train" + data + budget + " --set model.vocab_size=400 --set model.depth=1 "
          "--set model.dim=64 --set model.head_dim=32 --set model.seq_len=32 --set train.micro_batch=4 "
          "--set eval.tokens=512 --set eval.batch=4 --set train.peak_gflops=100 " + extra;

@@ -35,6 +35,18 @@ const std::vector<Entry>& entries() {
       {{"ns3", "three Polar Express iterations instead of five (a cheaper optimizer step)",
         {{"optim.ns_steps", "3"}}}, false},
       {{"ema", "weight EMA (decay 0.9): checkpoint and val_bpb on the average", {{"train.ema_decay", "0.9"}}, true}, true},
+      // The warm-ups make the early steps cheaper, but the advisor trains in probe mode, which credits no step
+      // below the full shape's time (as train.batch_warmup_ratio): the sequence warm-up's step is the base's.
+      {{"seq_warmup", "sequence-length warm-up: rows of seq_len / 4 tokens (4x as many) over the first 30%",
+        {{"train.seq_warmup_ratio", "0.3"}}, true}, false},
+      // Its own S layers (as `windows`, whose step it then has: timed), their window growing from 64.
+      {{"window_warmup", "sliding windows SSSL whose window grows from 64 tokens over the first half",
+        {{"model.window_pattern", "SSSL"}, {"train.window_warmup_ratio", "0.5"}, {"train.window_start", "64"}}},
+       false},
+      // The untied model's parameters and work from the first step (lm_head exists, idle until the untie): the
+      // default (untied) base's step.
+      {{"untie", "tied embeddings until 2/3 of the run, then an lm_head of their own (modded-nanogpt)",
+        {{"model.tie_embeddings", "true"}, {"model.untie_at", "0.667"}}, true}, false},
   };
   return e;
 }

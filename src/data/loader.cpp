@@ -151,6 +151,13 @@ void BestFitLoader::next(int32_t* inputs, int32_t* targets) {
   }
 }
 
+void BestFitLoader::set_rows(int B, int T) {
+  FRONTIER_CHECK(B > 0 && T > 0);
+  cfg_.B = B;
+  cfg_.T = T;
+  row_.resize(static_cast<size_t>(T) + 1);
+}
+
 LoaderState BestFitLoader::state() const {
   LoaderState s;
   s.epoch = epoch_;

@@ -55,6 +55,11 @@ class BestFitLoader {
  public:
   Status init(const std::vector<Shard>& shards, const LoaderConfig& cfg);
   void next(int32_t* inputs, int32_t* targets);  // inputs, targets: (B, T)
+  // The rows of the next batches (the sequence-length warm-up, train.seq_warmup_ratio): B rows of T + 1 tokens from
+  // here on. The buffer and the position stay, so the change repeats and drops no document; state() holds no B or
+  // T, and a resumed run sets them again from its schedule before next(). The too-few-tokens check of init is not
+  // repeated (B x T at init is the run's largest batch).
+  void set_rows(int B, int T);
   LoaderState state() const;
   Status restore(const LoaderState& s);
   uint64_t epoch() const { return epoch_; }

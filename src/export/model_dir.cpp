@@ -17,7 +17,8 @@
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/identity.h"
-#include "train/train.h"
+#include "train/schema.h"
+#include "train/settings.h"
 #include "util/file.h"
 #include "util/staging_dir.h"
 #include "util/file_lock.h"
@@ -77,8 +78,11 @@ Status export_model(const ExportOptions& o, ExportResult* r) {
   std::unique_ptr<Gpt> gpt;
   RunIdentity id;
   FRONTIER_RETURN_IF_ERROR(load_trained_model(o.checkpoint, &cfg, &gpt, &id));
-  const ModelShape& s = gpt->shape();
-  const std::string data = o.data.empty() ? cfg.get_string("train.data") : o.data;
+  ModelShape s = gpt->shape();
+  // model.untie_at: the model is written untied, its head lm_head (a copy of wte if the run stopped before the
+  // untie); the parameter table is the untied model's, name for name and offset for offset.
+  if (s.arch.untie_at > 0) s.arch.tie_embeddings = false, s.arch.untie_at = 0;
+  const std::string data = o.data.empty() ? train_settings(cfg).data : o.data;
   const std::string tok_dir = data + "/tokenizer";
   Tokenizer tok;
   if (Status st = tok.load(tok_dir); !st.ok())
@@ -311,10 +315,11 @@ Status import_model(const ImportOptions& o, ImportResult* r) {
     id = RunIdentity::of(data);
     std::vector<Shard> shards;
     FRONTIER_RETURN_IF_ERROR(data.open_split("train", &shards));
+    const TrainSettings set = train_settings(cfg);
     LoaderConfig lc;
-    lc.B = static_cast<int>(cfg.get_int("train.micro_batch"));
+    lc.B = static_cast<int>(set.micro_batch);
     lc.T = got.seq_len;
-    lc.seed = static_cast<uint64_t>(cfg.get_int("train.seed"));
+    lc.seed = static_cast<uint64_t>(set.seed);
     BestFitLoader loader;
     FRONTIER_RETURN_IF_ERROR(loader.init(shards, lc));
     Optimizer opt(gpt, OptimConfig{});

@@ -93,35 +93,37 @@ nlohmann::json frontier_architecture(const ModelShape& s) {
   const ModelArch& a = s.arch;
   std::string orders;
   for (int n : a.ngram_orders) orders += (orders.empty() ? "" : ",") + std::to_string(n);
-  return {{"head_dim", s.head_dim},
-          {"mlp_dim", s.mlp_dim},
-          {"padded_vocab_size", nanochat_padded_vocab(s.vocab_size)},
-          {"rope_base", a.rope_base},
-          {"rope_fraction", a.rope_fraction},
-          {"short_window", a.short_window},
-          {"key_offset", a.key_offset},
-          {"softcap", a.softcap},
-          {"value_embeds", a.value_embeds},
-          {"ve_gate_channels", a.ve_gate_channels},
-          {"ve_gate_scale", a.ve_gate_scale},
-          {"ve_gate_init", a.ve_gate_init},
-          {"qk_scale", a.qk_scale},
-          {"norm_eps", std::numeric_limits<float>::epsilon()},
-          {"smear", a.smear},
-          {"backout", a.backout},
-          {"mlp", mlp_kind_name(a.mlp)},
-          {"mlp_slope", a.mlp_slope},
-          {"mlp_ratio", a.mlp_ratio},
-          {"tie_embeddings", a.tie_embeddings},
-          {"ngram_orders", orders},
-          {"ngram_buckets", a.ngram_buckets},
-          {"mtp_heads", a.mtp_heads},
-          {"moe_experts", a.moe_experts},
-          {"moe_top_k", a.moe_top_k},
-          {"moe_layers", a.moe_layers},
-          {"moe_hidden", a.moe_hidden},
-          {"moe_aux_weight", a.moe_aux_weight},
-          {"nanochat_commit", kNanochatCommit}};
+  nlohmann::json j = {{"head_dim", s.head_dim},
+                      {"mlp_dim", s.mlp_dim},
+                      {"padded_vocab_size", nanochat_padded_vocab(s.vocab_size)},
+                      {"rope_base", a.rope_base},
+                      {"rope_fraction", a.rope_fraction},
+                      {"short_window", a.short_window},
+                      {"key_offset", a.key_offset},
+                      {"softcap", a.softcap},
+                      {"value_embeds", a.value_embeds},
+                      {"ve_gate_channels", a.ve_gate_channels},
+                      {"ve_gate_scale", a.ve_gate_scale},
+                      {"ve_gate_init", a.ve_gate_init},
+                      {"qk_scale", a.qk_scale},
+                      {"norm_eps", std::numeric_limits<float>::epsilon()},
+                      {"smear", a.smear},
+                      {"backout", a.backout},
+                      {"mlp", mlp_kind_name(a.mlp)},
+                      {"mlp_slope", a.mlp_slope},
+                      {"mlp_ratio", a.mlp_ratio},
+                      {"tie_embeddings", a.tie_embeddings},
+                      {"ngram_orders", orders},
+                      {"ngram_buckets", a.ngram_buckets},
+                      {"mtp_heads", a.mtp_heads},
+                      {"moe_experts", a.moe_experts},
+                      {"moe_top_k", a.moe_top_k},
+                      {"moe_layers", a.moe_layers},
+                      {"moe_hidden", a.moe_hidden},
+                      {"moe_aux_weight", a.moe_aux_weight},
+                      {"nanochat_commit", kNanochatCommit}};
+  if (a.untie_at > 0) j["untie_at"] = a.untie_at;  // a training schedule's model (export writes it untied)
+  return j;
 }
 
 std::vector<std::string> model_arch_sets(const ModelShape& s) {
@@ -135,6 +137,7 @@ std::vector<std::string> model_arch_sets(const ModelShape& s) {
     sets.push_back("model." + k + "=" + val);
   }
   sets.push_back("model.window_pattern=" + s.arch.window_pattern);
+  if (s.arch.untie_at == 0) sets.push_back("model.untie_at=0");  // over a train_config's (its run untied the head)
   return sets;
 }
 

@@ -21,7 +21,9 @@ void add_embedding_params(const ModelShape& s, const AddParam& add) {
 }
 
 void add_head_params(const ModelShape& s, const AddParam& add) {
-  if (!s.arch.tie_embeddings) add("lm_head", {s.vocab_size, s.dim}, ParamGroup::kLmHead);
+  // model.untie_at: a tied model's own head exists from the start (idle until the untie), so the arena, the
+  // optimizer state and the checkpoint keep one layout over the whole run.
+  if (!s.arch.tie_embeddings || s.arch.untie_at > 0) add("lm_head", {s.vocab_size, s.dim}, ParamGroup::kLmHead);
 }
 
 Var embed_tokens(const BlockCtx& c) {
@@ -41,7 +43,7 @@ Var head_loss(const BlockCtx& c, Var x, const int32_t* targets, const std::vecto
   Tape& t = c.t;
   const ModelShape& s = c.s;
   const float cap = static_cast<float>(s.arch.softcap);
-  Var W = c.P(s.arch.tie_embeddings ? "wte" : "lm_head");
+  Var W = c.P(s.head_param());
   bool mtp = false;
   for (float w : mtp_w) mtp = mtp || w > 0;
   if (!mtp && cap > 0 && s.ce_vocab_chunk > 0 && !logits_out)  // (N, V) logits never stored

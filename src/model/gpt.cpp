@@ -83,6 +83,8 @@ void Gpt::init_nanochat(uint64_t seed) {
       return nm.size() >= l && nm.compare(nm.size() - l, l, suf) == 0;
     };
     if (nm == "wte") fill_normal(s_.arch.tie_embeddings ? 1.0 / std::sqrt(double(s_.dim)) : 0.8);
+    else if (nm == "lm_head" && s_.arch.tie_embeddings)  // model.untie_at: wte's copy, and no draws, so every other
+      std::copy_n(w_.data() + param("wte").offset, n, w);  // parameter starts as in the tied model
     else if (nm == "lm_head") fill_normal(0.001);
     else if (nm == "resid_lambdas" || nm == "x0_lambdas") {
       const double denom = std::max(s_.depth - 1, 1);
@@ -104,9 +106,10 @@ double Gpt::flops_per_token() const {
   double n = 0;
   const double active = s_.arch.moe_experts ? double(s_.arch.moe_top_k) / s_.arch.moe_experts : 1.0;
   for (const auto& p : table_)
-    if (p.group == ParamGroup::kMatrix || p.group == ParamGroup::kLmHead)
+    if ((p.group == ParamGroup::kMatrix || p.group == ParamGroup::kLmHead) &&
+        (p.name != "wte" || s_.arch.untie_at == 0))
       n += p.name.find(".experts.") != std::string::npos ? active * p.numel() : p.numel();
-  // (a tied wte is in the lm_head group: its GEMM is counted once, as the head's)
+  // (a tied wte is in the lm_head group: its GEMM is counted once, as the head's; with model.untie_at, as lm_head's)
   double attn = 0;  // nanochat: 12 H D x the keys a query sees, min(window, T) per layer
   for (int i = 0; i < s_.depth; i++) {
     const int w = s_.window(i);
@@ -135,7 +138,16 @@ Var Gpt::forward(Tape& t, const int32_t* idx, const int32_t* targets, int B, int
     const ParamInfo& p = param(first);
     return t.param(w_.data() + p.offset, g_.data() + p.offset, std::move(shape));
   };
-  const BlockCtx c{t, s_, P, PV, idx, B, T, loss_seed_};
+  // The training schedules' step (set_schedule) runs on a copy of the shape that says it: S layers' window, and
+  // the tied head (untie_at 0) before the untie.
+  ModelShape scheduled;
+  if (sched_.short_window > 0 || sched_.head_from_wte) {
+    scheduled = s_;
+    if (sched_.short_window > 0) scheduled.arch.short_window = sched_.short_window;
+    if (sched_.head_from_wte) scheduled.arch.untie_at = 0;
+  }
+  const ModelShape& s = sched_.short_window > 0 || sched_.head_from_wte ? scheduled : s_;
+  const BlockCtx c{t, s, P, PV, idx, B, T, loss_seed_};
   Var resid = P("resid_lambdas"), x0l = P("x0_lambdas");
   Var x = embed_tokens(c);  // (N, C)
   Var x0 = x, x_mid = x;

@@ -67,6 +67,13 @@ class Gpt {
   Var forward(Tape& tape, const int32_t* idx, const int32_t* targets, int B, int T, Var* logits_out = nullptr,
               float* row_losses = nullptr);
   std::vector<float>& mtp_weights() { return mtp_weights_; }
+  // What the training schedules (train/schedule.h) change from one step to the next, for the trainer's forwards
+  // only: {} (the default) is the model as configured, which every evaluation, the sampler and the step timers run.
+  struct Schedule {
+    int short_window = 0;        // > 0: S layers see this many tokens (train.window_warmup_ratio), not short_window
+    bool head_from_wte = false;  // model.untie_at, before the untie: the head reads wte; lm_head is idle (no gradient)
+  };
+  void set_schedule(const Schedule& s) { sched_ = s; }
   // Step timers (probe, profile, bench) run a training step's work: the extra targets at 0.5^j when none are set.
   void set_timing_mtp_weights() {
     if (mtp_weights_.empty())
@@ -97,6 +104,7 @@ class Gpt {
   std::vector<ParamInfo> table_;
   std::vector<float> w_, g_, cos_, sin_;
   std::vector<float> mtp_weights_;
+  Schedule sched_;
   std::vector<std::vector<int32_t>> mtp_targets_;  // the shifted targets of the last forward
   MoeTotals moe_totals_;
   float loss_seed_ = 1.f;

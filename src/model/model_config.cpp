@@ -57,6 +57,11 @@ void add_model_keys(ConfigSchema* s) {
                "MLP hidden units = ratio x model_dim, rounded up to a multiple of 32 (4 keeps 4 x dim exactly; "
                "8/3 gives a gated MLP the parameters of relu2's 4)", {0.25, 64});
   s->add_bool("model.tie_embeddings", false, "lm_head shares wte (one table, in the lm_head's optimizer group)");
+  s->add_float("model.untie_at", 0.0,
+               "with model.tie_embeddings: the head is wte until this fraction of the run, then a parameter of its "
+               "own (lm_head, a copy of wte then, with fresh AdamW moments, in the lm_head's optimizer group; wte "
+               "keeps its group); lm_head exists from the start, idle until then; modded-nanogpt unties at 2/3 "
+               "(0 = tied throughout)", {0, 1});
   s->add_string("model.ngram_orders", "",
                 "hashed n-gram embedding tables added to the token embedding, e.g. \"2,3\" (\"\" = none)");
   s->add_int("model.ngram_buckets", 0, "rows of each n-gram table (0 = 4 x vocab_size)", {0, 1 << 26});
@@ -72,10 +77,24 @@ void add_model_keys(ConfigSchema* s) {
                {0, 10});
 }
 
+ModelShapeKeys read_model_shape_keys(const Config& cfg) {
+  ModelShapeKeys k;
+  k.depth = cfg.get_int("model.depth");
+  k.aspect_ratio = cfg.get_int("model.aspect_ratio");
+  k.head_dim = cfg.get_int("model.head_dim");
+  k.n_kv_head = cfg.get_int("model.n_kv_head");
+  k.dim = cfg.get_int("model.dim");
+  k.vocab_size = cfg.get_int("model.vocab_size");
+  k.seq_len = cfg.get_int("model.seq_len");
+  k.ce_vocab_chunk = cfg.get_int("model.ce_vocab_chunk");
+  return k;
+}
+
 Status derive_model_shape(const Config& cfg, ModelShape* m) {
-  int64_t depth = cfg.get_int("model.depth"), aspect = cfg.get_int("model.aspect_ratio");
-  int64_t hd = cfg.get_int("model.head_dim"), kv = cfg.get_int("model.n_kv_head"), dim = cfg.get_int("model.dim");
-  int64_t V = cfg.get_int("model.vocab_size"), T = cfg.get_int("model.seq_len");
+  const ModelShapeKeys k = read_model_shape_keys(cfg);
+  int64_t depth = k.depth, aspect = k.aspect_ratio;
+  int64_t hd = k.head_dim, kv = k.n_kv_head, dim = k.dim;
+  int64_t V = k.vocab_size, T = k.seq_len;
   if (V == 0) V = 8192;  // nanochat's; `frontier train` puts the data's in its place before this (train.cpp)
   if (depth < 1 || depth > 256) return Status::error("model.depth must be in 1..256, got " + std::to_string(depth));
   if (hd < 1) return Status::error("model.head_dim must be positive");
@@ -94,7 +113,7 @@ Status derive_model_shape(const Config& cfg, ModelShape* m) {
     return Status::error("model.n_kv_head " + std::to_string(kv) + " must divide n_head " + std::to_string(nh));
   if (V < 256 + 9) return Status::error("model.vocab_size must be at least 265 (256 bytes + 9 specials)");
   if (T < 1) return Status::error("model.seq_len must be positive");
-  const int64_t chunk = cfg.get_int("model.ce_vocab_chunk");
+  const int64_t chunk = k.ce_vocab_chunk;
   if (chunk < 0) return Status::error("model.ce_vocab_chunk must be >= 0 (0 = off)");
   m->depth = static_cast<int>(depth);
   m->dim = static_cast<int>(dim);
@@ -203,6 +222,14 @@ Status derive_model_arch(const Config& cfg, ModelShape* m) {
   m->mlp_dim = a.mlp_ratio == 4 ? 4 * m->dim
                                 : static_cast<int>((std::ceil(a.mlp_ratio * m->dim) + 31) / 32) * 32;
   a.tie_embeddings = cfg.get_bool("model.tie_embeddings");
+  a.untie_at = cfg.get_float("model.untie_at");
+  char untie[32];
+  std::snprintf(untie, sizeof(untie), "%g", a.untie_at);
+  if (a.untie_at > 0 && !a.tie_embeddings)
+    return Status::error("model.untie_at = " + std::string(untie) + " needs model.tie_embeddings = true (an untied "
+                         "head has nothing to untie); set it, or model.untie_at = 0");
+  if (a.untie_at >= 1)
+    return bad("model.untie_at", untie, "use a fraction of the run in (0, 1), e.g. 0.667 (0 = tied throughout)");
   a.ngram_orders.clear();
   const std::string orders = cfg.get_string("model.ngram_orders");
   for (size_t i = 0; i < orders.size();) {
@@ -281,7 +308,8 @@ std::string ModelShape::describe_arch() const {
     add(std::string("mlp ") + mlp_kind_name(arch.mlp) +
         (arch.mlp == MlpKind::kLeakyRelu2 ? "(" + num(arch.mlp_slope) + ")" : "") + " hidden " +
         std::to_string(mlp_dim));
-  if (arch.tie_embeddings) add("tied embeddings");
+  if (arch.tie_embeddings) add(arch.untie_at > 0 ? "tied embeddings until " + num(arch.untie_at) + " of the run"
+                                                 : "tied embeddings");
   if (!arch.ngram_orders.empty()) {
     std::string o;
     for (int n : arch.ngram_orders) o += (o.empty() ? "" : ",") + std::to_string(n);

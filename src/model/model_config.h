@@ -6,6 +6,7 @@
 //   // depth 8, aspect 64, head_dim 128 -> dim 512, 4 heads
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct ModelArch {
   double mlp_ratio = 4;       // hidden = ratio x dim (see derive_model_shape for the rounding)
   // Embeddings and heads.
   bool tie_embeddings = false;      // lm_head is wte
+  // With tie_embeddings: lm_head is a parameter of its own from the start, idle while the head reads wte until
+  // this fraction of training (the trainer's schedule, train/train.cpp), then initialised from wte and trained
+  // apart (modded-nanogpt unties at 2/3). 0 = tied throughout. Evaluations, the sampler and export read lm_head.
+  double untie_at = 0;
   std::vector<int> ngram_orders;    // hashed n-gram embedding tables, e.g. {2, 3}
   int ngram_buckets = 0;            // rows per table (resolved: 0 -> 4 x vocab_size)
   int mtp_heads = 0;                // extra predicted tokens t+2 .. t+k+1 on the shared logits
@@ -76,9 +81,20 @@ struct ModelShape {
   bool has_ve(int layer) const;
   bool is_moe(int layer) const;
   int rope_pairs() const;
+  // The parameter the head reads outside training's tied phase: wte when tied (and never untied), else lm_head.
+  const char* head_param() const { return arch.tie_embeddings && arch.untie_at == 0 ? "wte" : "lm_head"; }
   std::string describe() const;       // the shape, one line
   std::string describe_arch() const;  // the levers that differ from the defaults, one line ("" when none)
 };
+
+// The shape's model.* keys as given, before derive_model_shape resolves them (dim 0 = depth x aspect_ratio rounded,
+// n_kv_head 0 = n_head, vocab_size 0 = the data's): what a cache of step times keys a shape on (advise), and what
+// `frontier train` fills in. Reading them cannot fail; derive_model_shape checks them.
+struct ModelShapeKeys {
+  int64_t depth = 0, aspect_ratio = 0, head_dim = 0, n_kv_head = 0, dim = 0;  // model.depth ... model.dim
+  int64_t vocab_size = 0, seq_len = 0, ce_vocab_chunk = 0;  // model.vocab_size, model.seq_len, model.ce_vocab_chunk
+};
+ModelShapeKeys read_model_shape_keys(const Config& cfg);
 
 // The shape and the architecture (derive_model_arch); errors name the key and the allowed values.
 Status derive_model_shape(const Config& cfg, ModelShape* out);

@@ -125,7 +125,7 @@ void Sampler::push(uint32_t token, std::vector<float>* logits) {
   }
   rmsnorm_row(h.data(), x.data(), C);
   logits->resize(V);
-  gemv(logits->data(), h.data(), w(s.arch.tie_embeddings ? "wte" : "lm_head"), V, C);
+  gemv(logits->data(), h.data(), w(s.head_param()), V, C);
   const float cap = static_cast<float>(s.arch.softcap);
   if (cap > 0)
     for (auto& z : *logits) z = cap * std::tanh(z / cap);

@@ -50,6 +50,17 @@ int64_t accum_at(double progress, int64_t accum, int64_t streams, double warmup,
   return std::clamp<int64_t>(a, streams, accum);
 }
 
+int seq_len_at(double progress, int seq_len, double warmup, int start) {
+  return warmup > 0 && progress < warmup ? start : seq_len;
+}
+
+int window_at(double progress, int window, double warmup, int start) {
+  if (warmup <= 0 || progress >= warmup) return window;
+  const double f = start + (window - start) * std::max(0.0, progress) / warmup;
+  const int w = static_cast<int>(std::floor(f / 64.0 + 1e-9)) * 64;
+  return std::clamp(w, start, window);
+}
+
 double ema_decay_at(double decay, int64_t t) {
   return std::min(decay, (1.0 + static_cast<double>(t)) / (10.0 + static_cast<double>(t)));
 }

@@ -25,10 +25,10 @@
 #include "kernels/isa.h"
 #include "data/dataset.h"
 #include "data/loader.h"
-#include "data/val_windows.h"
 #include "dist/comm.h"
 #include "dist/grad_exchange.h"
 #include "dist/shard_plan.h"
+#include "eval/bpb.h"
 #include "model/gpt.h"
 #include "model/model_config.h"
 #include "optim/optim.h"
@@ -37,7 +37,9 @@
 #include "train/memory.h"
 #include "train/recipe.h"
 #include "train/schedule.h"
+#include "train/schema.h"
 #include "train/settings.h"
+#include "train/step_parts.h"
 #include "util/file.h"
 #include "util/file_lock.h"
 #include "util/sha256.h"
@@ -83,88 +85,6 @@ Status parse_mtp_weights(const std::string& text, int k, std::vector<float>* out
 
 
 }  // namespace
-
-Status resolve_precision(const std::string& name, Precision* out) {
-  if (name == "auto") {
-    *out = fastest_precision();
-  } else if (name == "fp32") {
-    *out = Precision::kFp32;
-  } else if (name == "bf16") {
-    *out = Precision::kBf16;
-    if (active_isa() != Isa::kAvx512Bf16)
-      std::fprintf(stderr, "warning: train.precision = bf16 on tier %s: bf16 GEMMs run on the reference kernel "
-                   "(slow; same numbers); use auto or fp32 for speed\n", isa_name(active_isa()));
-  } else {
-    return Status::error("train.precision = '" + name + "' is not one of auto, fp32, bf16");
-  }
-  return ok_status();
-}
-
-ConfigSchema train_schema() {
-  ConfigSchema s;
-  add_model_keys(&s);
-  add_recipe_keys(&s);
-  s.add_string("train.data", "data/default", "prepared dataset directory (frontier prepare --out)");
-  s.add_float("train.budget_seconds", 60.0, "wall-clock training budget (optimizer steps only)",
-              {1e-3, 30 * 86400.0});
-  s.add_int("train.micro_batch", 8, "sequences per forward/backward (B)", {1, 1 << 20});
-  s.add_int("train.total_batch_tokens", 0, "tokens per optimizer step (0 = micro_batch * seq_len, no accumulation)",
-            {0, 1e15});
-  s.add_int("train.warmup_steps_excluded", 2, "first steps not counted in the budget (start-up effects)", {0, 1e6});
-  s.add_int("train.max_steps", 0, "stop after this many steps (0 = budget only); >0 also runs the schedules on "
-            "step progress, which makes runs bit-reproducible",
-            {0, 1e15});
-  s.add_float("train.checkpoint_every_seconds", 60.0, "write a resumable checkpoint this often (0 = at the end only)",
-              {0, 1e9});
-  s.add_int("train.checkpoint_every_steps", 0, "also checkpoint every N steps (0 = off)", {0, 1e15});
-  s.add_string("train.budget_mode", "wall",
-               "wall: train until budget_seconds of step time are spent (the competition's scoring mode); probe: "
-               "time the step first (2 warm-up + 5 timed steps, median), train exactly budget_seconds / step time "
-               "steps with schedules on step progress: bit-reproducible given the step count, and faster steps "
-               "still buy more of them (docs/agents.md)");
-  s.add_float("train.probe_step_seconds", 0.0,
-              "budget_mode = probe: the step time to divide the budget by (0 = measure it; the run records what it "
-              "measured here, and `frontier research` passes one probe to every trial of the same speed)",
-              {0, 1e9});
-  s.add_string("train.mtp_weights", "",
-               "multi-token prediction: weights of the extra targets t+2 .. t+k+1, comma-separated (\"\" = 0.5^j); "
-               "extra target j fades linearly to 0 over the j-th from last of k+1 equal parts of the budget "
-               "(modded-nanogpt's [1, 0.5, 0.25] -> [1, 0.5] -> [1])");
-  s.add_int("train.seed", 42, "initialisation and data-order seed", {0, 9.2e18});
-  s.add_int("train.threads", 0, "threads (0 = all cores)", {0, 4096});
-  s.add_string("train.run_dir", "", "run directory (default runs/<date>-<time>)");
-  s.add_string("train.precision", "auto",
-               "GEMM precision: auto (bf16 where the CPU has native bf16 dot products, else fp32) | fp32 | bf16 "
-               "(bf16 operands, fp32 accumulation; fp32 master weights, gradients, optimizer state; eval in fp32)");
-  s.add_float("train.peak_gflops", 0.0,
-              "peak GFLOP/s for MFU (0 = the precision's unit from `frontier calibrate`'s file, else measured)",
-              {0, 1e12});
-  s.add_int("train.data_streams", 0,
-            "independent data streams (0 = one per rank): rank r of R reads streams r, r+R, ...; its accumulation "
-            "micro-steps cycle through them. Set it to resume on another rank count, or to make 1 process read as "
-            "R ranks do",
-            {0, 65536});
-  s.add_bool("train.shard_optimizer", true,
-             "ranks > 1: each rank runs Muon/AdamW and keeps state for its share of the parameters (reduce-scatter "
-             "+ all-gather); false: all-reduce and every rank updates everything");
-  s.add_bool("train.overlap_comm", true,
-             "ranks > 1: exchange the gradients in buckets of layers, each started during the backward as soon as "
-             "its gradients are final (false: the whole arena after the backward); same results either way; "
-             "measured 3-7% faster over shared memory, 6-18% over TCP (docs/distributed.md)");
-  s.add_float("train.comm_bucket_mb", 4.0,
-              "train.overlap_comm: gradient buckets of at least this many MB (whole parameters, contiguous in the "
-              "arena); each is one collective", {1e-6, 1e6});
-  s.add_string("train.comm_dtype", "fp32",
-               "ranks > 1: gradients travel as fp32 | bf16 (half the bytes: each rank's gradient rounded to bf16, "
-               "summed in fp32 by its owner; weights stay fp32; results then differ from one process's)");
-  s.add_float("train.comm_timeout_seconds", 600.0,
-              "ranks > 1: a rank that does not reach the gradient exchange (or a collective that does not end) "
-              "within this time ends the job with an error naming it",
-              {0.1, 1e6});
-  s.add_int("eval.tokens", 32768, "validation tokens scored for val_bpb", {1, 1e12});
-  s.add_int("eval.batch", 8, "validation sequences per forward", {1, 1 << 20});
-  return s;
-}
 
 std::string TrainSummary::format() const {
   std::string out = "---\n";
@@ -214,117 +134,6 @@ std::string TrainSummary::format() const {
   return out;
 }
 
-Status evaluate_bpb(Gpt& gpt, const PreparedData& data, int64_t eval_tokens, int B, int T, double* bpb,
-                    const std::string& split, int64_t* scored, double* se, BpbWindows* per_window) {
-  std::vector<Shard> shards;
-  FRONTIER_RETURN_IF_ERROR(data.open_split(split, &shards));
-  ValWindows windows;
-  FRONTIER_RETURN_IF_ERROR(windows.init(shards, T, eval_tokens));
-  Comm& comm = Comm::world();
-  if (per_window) *per_window = BpbWindows{};
-  // Fewer tokens in the split than asked: all of them are scored, once (no text twice), and the number is said.
-  if (windows.targets() < eval_tokens && comm.root())
-    std::fprintf(stderr, "warning: scoring the whole %s split of %s, %lld tokens, fewer than the %lld asked (lower "
-                 "eval.tokens, or eval bpb --tokens)\n", split.c_str(), data.dir().c_str(),
-                 static_cast<long long>(windows.targets()), static_cast<long long>(eval_tokens));
-  const auto& tb = data.token_bytes();
-  std::vector<int32_t> x(B * T), y(B * T);
-  std::vector<float> losses(B * T);
-  double nats = 0, bytes = 0;
-  // Per window (a row of T targets): sums for the ratio estimator's variance (se below).
-  double rows = 0, nn = 0, nb = 0, bb = 0;
-  Status bad;
-  for (int64_t s = 0; bad.ok() && windows.next(B, x.data(), y.data()); s++) {
-    if (s % comm.size() != comm.rank()) continue;  // another rank's batch
-    Tape tape;
-    gpt.forward(tape, x.data(), y.data(), B, T, nullptr, losses.data());
-    for (int r = 0; r < B && bad.ok(); r++) {
-      double rn = 0, rb = 0;
-      for (int i = r * T; i < (r + 1) * T; i++) {
-        int nbytes = tb[y[i]];  // 0 for specials: the padding after a window (BOS) is not scored
-        if (nbytes == 0) continue;
-        if (!std::isfinite(losses[i])) {
-          bad = Status::error("the model's loss is not finite at validation position " +
-                              std::to_string(s * B * T + i) + " (its weights or activations overflow); val_bpb "
-                              "would be meaningless");
-          break;
-        }
-        rn += losses[i];
-        rb += nbytes;
-      }
-      if (rb == 0) continue;
-      if (per_window && comm.size() == 1) per_window->nats.push_back(rn), per_window->bytes.push_back(rb);
-      nats += rn;
-      bytes += rb;
-      rows += 1, nn += rn * rn, nb += rn * rb, bb += rb * rb;
-    }
-  }
-  FRONTIER_RETURN_IF_ERROR(comm.agree(bad));
-  double sums[6] = {nats, bytes, rows, nn, nb, bb};
-  FRONTIER_RETURN_IF_ERROR(comm.allreduce_sum(sums, 6, "the val_bpb sums"));
-  nats = sums[0];
-  bytes = sums[1];
-  if (bytes == 0) return Status::error("validation targets have no bytes (is token_bytes.bin all zeros?)");
-  *bpb = nats / (std::log(2.0) * bytes);
-  if (se) {  // windows as the samples of a ratio estimator: var(R) ~ k/(k-1) sum (n_i - R b_i)^2 / (sum b_i)^2
-    const double R = nats / bytes, k = sums[2];
-    const double ss = std::max(0.0, sums[3] - 2 * R * sums[4] + R * R * sums[5]);
-    *se = k > 1 ? std::sqrt(k / (k - 1) * ss) / bytes / std::log(2.0) : 0.0;
-  }
-  if (scored) *scored = windows.targets();
-  return ok_status();
-}
-
-bool bpb_difference(const BpbWindows& a, const BpbWindows& b, double* diff, double* se) {
-  const size_t k = a.nats.size();
-  if (k == 0 || b.nats.size() != k || a.bytes != b.bytes) return false;
-  double d = 0, bytes = 0;
-  for (size_t i = 0; i < k; i++) d += a.nats[i] - b.nats[i], bytes += a.bytes[i];
-  const double D = d / bytes;  // nats per byte
-  double ss = 0;
-  for (size_t i = 0; i < k; i++) {
-    const double r = a.nats[i] - b.nats[i] - D * a.bytes[i];
-    ss += r * r;
-  }
-  *diff = D / std::log(2.0);
-  *se = k > 1 ? std::sqrt(double(k) / (k - 1) * ss) / bytes / std::log(2.0) : 0.0;
-  return true;
-}
-
-Status load_trained_model(const std::string& path, Config* cfg, std::unique_ptr<Gpt>* gpt, RunIdentity* id) {
-  std::string toml;
-  std::vector<float> w, st;
-  std::string meta_text;
-  FRONTIER_RETURN_IF_ERROR(load_checkpoint(path, &toml, &meta_text, &w, &st));
-  ConfigSchema schema = train_schema();
-  *cfg = schema.defaults();
-  FRONTIER_RETURN_IF_ERROR(schema.load_toml_string(toml, path + " (config)", cfg));
-  ModelShape shape;
-  FRONTIER_RETURN_IF_ERROR(derive_model_shape(*cfg, &shape));
-  if (Gpt::param_table(shape).back().offset + Gpt::param_table(shape).back().numel() !=
-      static_cast<int64_t>(w.size()))
-    return Status::error(path + ": " + std::to_string(w.size()) + " weights, but its config's model has a different "
-                         "count (corrupt checkpoint)");
-  FRONTIER_RETURN_IF_ERROR(check_finite(w, path));
-  auto g = std::make_unique<Gpt>(shape);
-  g->weights() = std::move(w);
-  *gpt = std::move(g);
-  if (id) {
-    nlohmann::json meta = nlohmann::json::parse(meta_text, nullptr, false);
-    *id = RunIdentity::from_json(meta.is_object() && meta.contains("identity") ? meta["identity"] : nlohmann::json());
-  }
-  return ok_status();
-}
-
-Status check_finite(const std::vector<float>& w, const std::string& path) {
-  for (size_t i = 0; i < w.size(); i++)
-    if (!std::isfinite(w[i]))
-      return Status::error(path + ": weight " + std::to_string(i) + " of " + std::to_string(w.size()) + " is " +
-                           (std::isnan(w[i]) ? "NaN" : "infinite") + " (the run diverged or the file was altered); "
-                           "use an earlier checkpoint");
-  return ok_status();
-}
-
 namespace {
 
 // Typed reads of checkpoint metadata: a field that is missing or of the wrong type is an error naming it.
@@ -353,39 +162,6 @@ int affinity_cpus() {
   if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
   return CPU_COUNT(&set);
 }
-
-}  // namespace
-
-void time_random_steps(Gpt& gpt, Optimizer& opt, Precision prec, int B, int T, int64_t accum, int warmup, int steps,
-                       StepTimes* out) {
-  std::vector<int32_t> x(int64_t(B) * T), y(int64_t(B) * T);
-  uint64_t st = 0x9E3779B97F4A7C15ull;
-  const int64_t V = gpt.shape().vocab_size;
-  for (size_t i = 0; i < x.size(); i++) {
-    st = st * 6364136223846793005ull + 1442695040888963407ull;
-    x[i] = static_cast<int32_t>((st >> 33) % V);
-    y[i] = static_cast<int32_t>((st >> 13) % V);
-  }
-  out->fb.clear();
-  out->opt.clear();
-  gpt.set_timing_mtp_weights();
-  for (int s = 0; s < warmup + steps; s++) {
-    auto t0 = Clock::now();
-    gpt.zero_grad();
-    for (int64_t a = 0; a < accum; a++) {
-      Tape tape;
-      tape.set_precision(prec);
-      Var loss = gpt.forward(tape, x.data(), y.data(), B, T);
-      tape.backward(loss, 1.0f / static_cast<float>(accum));
-    }
-    const double fb = since(t0);
-    auto t1 = Clock::now();
-    opt.step(1.0f, 0.85f, 0.0f);
-    if (s >= warmup) out->fb.push_back(fb), out->opt.push_back(since(t1));
-  }
-}
-
-namespace {
 
 // One training run, in named phases: set up (validate, reserve the run dir, build, resume), the steps, save,
 // evaluate, finish. Each failure point is handled in one phase; nothing computed is lost on the way out.
@@ -420,6 +196,7 @@ class TrainRun {
   void note_not_saved(const std::string& what, const Status& why);
   void fill_summary(TrainSummary* s);
   std::vector<float> mtp_weights_at(double progress) const;
+  void copy_head_from_wte();  // model.untie_at: lm_head <- wte, in the weights and their average
 
   Config cfg_;  // a copy: model.vocab_size = 0 becomes the data's
   TrainOptions opt_;
@@ -464,7 +241,19 @@ class TrainRun {
   Recipe recipe_;                // the optim.* and schedule keys, typed
   std::vector<float> ema_;       // train.ema_decay > 0: the weights' moving average (the whole arena)
   int64_t accum_now_ = 0;        // this step's micro-batches (train.batch_warmup_ratio; else accum_)
+  bool untied_ = false;          // model.untie_at: the head is lm_head now (restored on resume)
 };
+
+// model.untie_at. Before the untie lm_head is idle (the head reads wte; no gradient reaches lm_head, so its AdamW
+// moments stay zero and its update is zero); the untie copies wte into it, and so does every checkpoint before it,
+// so that a checkpoint's lm_head is its head for eval, the sampler and export. The copy at a checkpoint changes
+// nothing training reads: the untie copies again. From the untie lm_head trains in the lm_head group from zero
+// moments (Adam's bias correction continues from the run's step count), and wte keeps its group and moments.
+void TrainRun::copy_head_from_wte() {
+  const ParamInfo &wte = gpt_->param("wte"), &head = gpt_->param("lm_head");
+  for (std::vector<float>* a : {&gpt_->weights(), &ema_})
+    if (!a->empty()) std::copy_n(a->data() + wte.offset, wte.numel(), a->data() + head.offset);
+}
 
 // Extra target j of k (1-based) keeps its weight until (k - j) / (k + 1) of the run, then fades linearly to 0 at
 // (k - j + 1) / (k + 1): for k = 2, [0.5, 0.25 -> 0] over the first third, [0.5 -> 0] over the second, none after.
@@ -481,8 +270,8 @@ std::vector<float> TrainRun::mtp_weights_at(double progress) const {
 
 Status TrainRun::setup() {
   if (!root()) std::freopen("/dev/null", "w", stdout);  // rank 0 prints for the job
-  comm_.set_timeout(cfg_.get_float("train.comm_timeout_seconds"));
-  // Each phase ends with the ranks agreeing: all go on, or all stop with rank 0 printing the first error.
+  // Each phase ends with the ranks agreeing: all go on, or all stop with rank 0 printing the first error
+  // (setup_local sets train.comm_timeout_seconds before the first).
   FRONTIER_RETURN_IF_ERROR(comm_.agree(setup_local()));
   FRONTIER_RETURN_IF_ERROR(check_ranks_agree());
   if (opt_.resume_dir.empty()) FRONTIER_RETURN_IF_ERROR(probe());  // a resumed run's config holds its probe
@@ -548,6 +337,7 @@ Status TrainRun::setup() {
               run_dir_.c_str());
   const std::string recipe = describe_recipe(recipe_);
   if (!recipe.empty()) std::printf("recipe: %s\n", recipe.c_str());
+  std::printf("%s", describe_warmups(recipe_, shape_, B_, set_.max_steps).c_str());
   std::fflush(stdout);
   return ok_status();
 }
@@ -556,11 +346,12 @@ Status TrainRun::setup() {
 Status TrainRun::setup_local() {
   FRONTIER_RETURN_IF_ERROR(train_schema().validate(cfg_));
   FRONTIER_RETURN_IF_ERROR(read_train_settings(cfg_, &set_));
+  comm_.set_timeout(set_.comm_timeout_seconds);
   // The vocabulary belongs to the data: model.vocab_size = 0 (the default) takes the prepared tokenizer's, and the
   // resolved value is what config.toml and the checkpoint record.
   FRONTIER_RETURN_IF_ERROR(data_.open(set_.data));
   const int64_t data_vocab = static_cast<int64_t>(data_.tokenizer().vocab_size());
-  if (cfg_.get_int("model.vocab_size") == 0) cfg_.set("model.vocab_size", data_vocab);
+  if (read_model_shape_keys(cfg_).vocab_size == 0) cfg_.set("model.vocab_size", data_vocab);
   FRONTIER_RETURN_IF_ERROR(derive_model_shape(cfg_, &shape_));
   FRONTIER_RETURN_IF_ERROR(parse_mtp_weights(set_.mtp_weights, shape_.arch.mtp_heads, &mtp_base_));
   const int R = comm_.size();
@@ -599,7 +390,15 @@ Status TrainRun::setup_local() {
                          std::to_string(data_vocab) + " or leave it unset (0: the data's)");
   identity_ = RunIdentity::of(data_);
   FRONTIER_RETURN_IF_ERROR(data_.open_split("train", &train_shards_));
-  FRONTIER_RETURN_IF_ERROR(resolve_precision(set_.precision, &prec_));
+  // train.precision = auto times both units; under mpirun rank 0 alone decides (ranks timing on a loaded host
+  // could choose differently, and every rank must run the same config).
+  std::string precision = set_.precision;
+  if (precision == "auto" && comm_.distributed()) {
+    Precision p = Precision::kFp32;
+    if (root() && resolve_precision("auto", &p).ok()) precision = precision_name(p);
+    FRONTIER_RETURN_IF_ERROR(comm_.bcast(&precision, "train.precision = auto"));
+  }
+  FRONTIER_RETURN_IF_ERROR(resolve_precision(precision, &prec_));
   if (set_.precision == "auto") auto_why_ = "auto", cfg_.set("train.precision", std::string(precision_name(prec_)));
   FRONTIER_RETURN_IF_ERROR(parse_comm_dtype(set_.comm_dtype, &comm_dtype_));
   FRONTIER_RETURN_IF_ERROR(read_recipe(cfg_, prec_, &recipe_));
@@ -608,6 +407,7 @@ Status TrainRun::setup_local() {
                          std::to_string(accum_) + " micro-batch(es) per process; set train.total_batch_tokens to at "
                          "least " + std::to_string(2 * streams_ * int64_t(B_) * T_) +
                          " (2 micro-batches of micro_batch x seq_len per data stream)");
+  FRONTIER_RETURN_IF_ERROR(fit_recipe_to_shape(shape_, &recipe_));
 
   // Refuse what cannot fit before allocating anything large (every rank on this host needs its share).
   mem_ = estimate_train_memory(shape_, B_, set_.eval_batch);
@@ -843,6 +643,7 @@ Status TrainRun::resume() {
   if (s.ok()) s = meta_get(meta, "training_seconds", ckpt_path_, &training_time_);
   if (s.ok()) s = meta_get(meta, "tokens", ckpt_path_, &tokens_);
   if (s.ok() && meta.contains("smooth_loss")) s = meta_get(meta, "smooth_loss", ckpt_path_, &smooth_);
+  if (s.ok() && meta.contains("untied")) s = meta_get(meta, "untied", ckpt_path_, &untied_);
   for (size_t i = 0; s.ok() && i < loaders_.size(); i++) {
     const int stream = comm_.rank() + static_cast<int>(i) * comm_.size();
     LoaderState ls;
@@ -885,6 +686,7 @@ Status TrainRun::resume() {
 // calls this. Returns the collectives' status (an error: a rank is gone); *written gets rank 0's write status.
 Status TrainRun::checkpoint(bool training_done, Status* written) {
   *written = ok_status();
+  if (shape_.arch.untie_at > 0 && !untied_) copy_head_from_wte();  // before the untie: the head, for readers
   const int64_t N = static_cast<int64_t>(gpt_->weights().size()), V = optim_->normuon_size();
   // [m | v | momentum] (3 N) [NorMuon moments] (V) [weight EMA] (N, train.ema_decay > 0): one process's layout.
   std::vector<float> full;
@@ -920,6 +722,7 @@ Status TrainRun::checkpoint(bool training_done, Status* written) {
   nlohmann::json meta = {{"step", step_}, {"training_seconds", training_time_}, {"tokens", tokens_},
                          {"optimizer_steps", optim_->steps()}, {"smooth_loss", smooth_}, {"finished", training_done},
                          {"loaders", loaders}, {"ranks", comm_.size()}, {"identity", identity_.to_json()}};
+  if (shape_.arch.untie_at > 0) meta["untied"] = untied_;
   *written = save_checkpoint(ckpt_path_, cfg_.to_toml(), meta.dump(), gpt_->weights(), *state);
   return ok_status();
 }
@@ -1000,6 +803,20 @@ Status TrainRun::run_steps() {
     // train.batch_warmup_ratio: fewer micro-batches early on (every stream reads as many), the LR scaled by
     // sqrt of the batch's share.
     accum_now_ = accum_at(progress, accum_, k, recipe_.batch_warmup, recipe_.batch_start);
+    // train.seq_warmup_ratio: shorter rows, more of them (B x T tokens either way); train.window_warmup_ratio: the
+    // S layers' window; model.untie_at: the head reads wte until the first step at or past it (copy_head_from_wte).
+    const int T_now = seq_len_at(progress, T_, recipe_.seq_warmup, recipe_.seq_len_start), B_now = B_ * (T_ / T_now);
+    if (recipe_.seq_warmup > 0)
+      for (auto& l : loaders_) l.set_rows(B_now, T_now);
+    if (shape_.arch.untie_at > 0 && !untied_ && progress >= shape_.arch.untie_at) {
+      copy_head_from_wte();
+      untied_ = true;
+    }
+    Gpt::Schedule sched;
+    if (recipe_.window_warmup > 0)
+      sched.short_window = window_at(progress, shape_.arch.short_window, recipe_.window_warmup, recipe_.window_start);
+    sched.head_from_wte = shape_.arch.untie_at > 0 && !untied_;
+    gpt_->set_schedule(sched);
     const float grad_scale = 1.0f / static_cast<float>(accum_now_ * R);  // the mean over every rank's micro-batches
     std::vector<float>& g = gpt_->grads();
     // The last stream's gradient plus the others' sum, range by range (a bucket's range just before it is sent).
@@ -1024,7 +841,7 @@ Status TrainRun::run_steps() {
         tape.set_precision(prec_);
         gpt_->mtp_weights() = mtp_weights_at(progress);
         gpt_->set_loss_seed(grad_scale);
-        Var loss = gpt_->forward(tape, x.data(), y.data(), B_, T_);
+        Var loss = gpt_->forward(tape, x.data(), y.data(), B_now, T_now);
         if (overlap_ && j == k - 1 && a + k >= accum_now_) {  // the step's last backward: buckets go as they are final
           exchange_.plan_buckets(tape, bucket_bytes);
           tape.backward(loss, grad_scale, [this](const Node& n) { exchange_.param_final(n); });
@@ -1089,6 +906,9 @@ Status TrainRun::run_steps() {
                             {"tokens_per_sec", tps}, {"mfu", mfu}, {"step_seconds", dt},
                             {"training_seconds", training_time_}, {"progress", progress}};
       if (accum_now_ != accum_) rec["batch_tokens"] = total_ / accum_ * accum_now_;
+      if (recipe_.seq_warmup > 0) rec["seq_len"] = T_now;
+      if (recipe_.window_warmup > 0) rec["window"] = sched.short_window;
+      if (shape_.arch.untie_at > 0) rec["head"] = untied_ ? "lm_head" : "wte";
       if (comm_.distributed()) {
         rec["comm_seconds"] = comm_.stats().seconds;  // since the start: inside MPI calls, waiting included
         rec["overlap"] = overlap_;
@@ -1129,6 +949,7 @@ Status TrainRun::run_steps() {
     }
   }
   if (isatty(2) && root()) std::fprintf(stderr, "\n");
+  gpt_->set_schedule({});  // the model as configured: the final window, the head of the last step
   return ok_status();
 }
 

@@ -18,7 +18,6 @@
 #include "../train_fixture.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
-#include "train/train.h"
 
 namespace frontier::testing {
 namespace {
@@ -159,13 +158,18 @@ TEST_F(Mpi, ArchitectureVariantsEqualOneProcess) {
 
 // The recipe levers under mpirun equal one process reading the same 2 streams, bit for bit: NorMuon's moments (kept
 // by each matrix's owner and summed into the checkpoint), the batch-size warm-up (each rank reads half the
-// micro-batches one process reads), the nanochat schedules and the weight EMA (every rank's whole copy).
+// micro-batches one process reads), the nanochat schedules, the weight EMA (every rank's whole copy), the sequence
+// and window warm-ups (every stream's rows change alike) and the untie (every rank copies wte into lm_head, whose
+// optimizer state, on its owner, starts at zero).
 TEST_F(Mpi, RecipeLeversEqualOneProcess) {
   const std::vector<std::string> recipe = {
       "--set", "optim.normuon_beta2=0.9", "--set", "optim.muon_equilibrate=true", "--set",
       "optim.muon_renormalize=true", "--set", "optim.momentum_schedule=nanochat", "--set",
       "optim.weight_decay_schedule=cosine", "--set", "train.batch_warmup_ratio=0.5", "--set",
-      "train.ema_decay=0.9"};
+      "train.ema_decay=0.9", "--set", "train.seq_warmup_ratio=0.3", "--set", "train.seq_len_start=16",
+      "--set", "model.depth=2", "--set", "model.window_pattern=SL", "--set", "model.short_window=16", "--set",
+      "train.window_warmup_ratio=0.5", "--set", "train.window_start=8", "--set", "model.tie_embeddings=true",
+      "--set", "model.untie_at=0.6"};
   // (NorMuon's moments and the EMA are in the optimizer state compared.)
   expect_two_ranks_equal_one_process(dir_ + "/recipe_one", dir_ + "/recipe_two", recipe, "512");
 }
