@@ -9,6 +9,9 @@
 #   scripts/levers_wiki.sh OUT CONFIG STEPS levers            # base x 3 seeds + each lever on seed 42
 #   scripts/levers_wiki.sh OUT CONFIG STEPS combo "k=v k=v"   # the combination on seeds 42, 43, 44
 #   scripts/levers_wiki.sh OUT CONFIG STEPS time              # each lever's step time / the base's, back to back
+#   scripts/levers_wiki.sh OUT CONFIG STEPS more              # seq_warmup, tied and untie on seed 42
+#   scripts/levers_wiki.sh OUT CONFIG STEPS seeds NAME        # lever NAME on seeds 43 and 44 too
+#   scripts/levers_wiki.sh OUT CONFIG STEPS combo "k=v k=v" NAME   # a second combination, named NAME
 # Then scripts/levers_table.py OUT prints the table (docs/codesign.md "Architecture and recipe levers").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +29,11 @@ declare -A LEVERS=(
   [normuon]="optim.normuon_beta2=0.9 optim.muon_equilibrate=true optim.muon_renormalize=true"
   [nanochat_schedules]="optim.momentum_schedule=nanochat optim.weight_decay_schedule=cosine"
   [ema]="train.ema_decay=0.9"
+  # Off the default list (advise --levers all), measured later: the sequence-length warm-up, the tied model and the
+  # untie at 2/3 (its own base is the tied model).
+  [seq_warmup]="train.seq_warmup_ratio=0.3"
+  [tied]="model.tie_embeddings=true"
+  [untie]="model.tie_embeddings=true model.untie_at=0.667"
 )
 ORDER="windows swiglu smear backout qk_scale ve_gate normuon nanochat_schedules ema"
 run() {  # name seed "k=v ..."
@@ -42,9 +50,14 @@ case $PHASE in
   levers)
     for s in 42 43 44; do run base $s ""; done
     for l in $ORDER; do run "$l" 42 "${LEVERS[$l]}"; done ;;
+  more)
+    for l in seq_warmup tied untie; do run "$l" 42 "${LEVERS[$l]}"; done ;;
+  seeds)
+    for s in 43 44; do run "$5" $s "${LEVERS[$5]}"; done ;;
   combo)
-    for s in 42 43 44; do run combo $s "$5"; done
-    echo "$5" > "$OUT/combo.keys" ;;
+    c=${6:-combo}
+    for s in 42 43 44; do run "$c" $s "$5"; done
+    echo "$5" > "$OUT/$c.keys" ;;
   time)
     for l in $ORDER; do
       t() { "$BIN" train --config "$CONFIG" --set train.budget_mode=probe --set train.max_steps=1 --set train.threads=1 \
@@ -53,5 +66,5 @@ case $PHASE in
       b=$(t); x=$(t "${args[@]}")
       echo "$l $b $x" | tee -a "$OUT/step_times.txt"
     done ;;
-  *) echo "phase must be levers, combo or time" >&2; exit 2 ;;
+  *) echo "phase must be levers, more, combo or time" >&2; exit 2 ;;
 esac
