@@ -1,4 +1,5 @@
-"""Frontier's mixture-of-experts MLP (src/autograd/tape.h `moe_mlp`, design in src/ops/moe.h) as a PyTorch module.
+"""Frontier's mixture-of-experts MLP (src/autograd/tape.h `moe_mlp`, design in src/reference/moe.h) as a PyTorch
+module.
 
     import sys; sys.path.insert(0, "python")
     from frontier_moe import MoE

@@ -1,4 +1,4 @@
-"""Frontier's hashed n-gram embedding (src/ops/ngram.h) in PyTorch, bit for bit.
+"""Frontier's hashed n-gram embedding (src/reference/ngram.h) in PyTorch, bit for bit.
 
     import sys; sys.path.insert(0, "python")
     from frontier_ngram import ngram_buckets, ngram_embed

@@ -263,7 +263,8 @@ class Expert(nn.Module):
 
 
 class MoEMLP(nn.Module):
-    """Frontier's mixture of experts (src/ops/moe.h): top_k of E experts by softmax(router), gates renormalised."""
+    """Frontier's mixture of experts (src/reference/moe.h): top_k of E experts by softmax(router), gates
+    renormalised."""
 
     def __init__(self, cfg):
         super().__init__()

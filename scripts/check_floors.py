@@ -21,8 +21,8 @@ import sys
 # Lowest first. Folders on one floor do not include each other. Keep docs/architecture.md's table in step.
 FLOORS = [
     ["util"],                                   # status, files, hashing, rng, bf16, the cache directory
-    ["config", "ops"],                          # TOML configs and schemas; scalar reference ops (header-only)
-    ["kernels"],                                # fast kernels per ISA tier, checked against ops/
+    ["config", "reference"],                    # TOML configs and schemas; scalar reference ops (header-only)
+    ["kernels"],                                # fast kernels per ISA tier, checked against reference/
     ["calibrate"],                              # the machine's measured ceilings
     ["autograd"],                               # the tape and the differentiable ops over kernels/
     ["model"],                                  # the GPT: shapes, parameters, forward, sampler

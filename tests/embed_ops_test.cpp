@@ -11,9 +11,9 @@
 #include <random>
 
 #include "autograd/tape.h"
-#include "ops/cross_entropy.h"
-#include "ops/ngram.h"
-#include "ops/softcap_ce_multi.h"
+#include "reference/cross_entropy.h"
+#include "reference/ngram.h"
+#include "reference/softcap_ce_multi.h"
 #include "grad_check.h"
 #include "test_util.h"
 #include "util/file.h"
@@ -248,7 +248,7 @@ TEST(EmbedOpsFast, SoftcapCeMultiOneTargetIsSoftcapCrossEntropy) {
   EXPECT_TRUE(same_bits(a.dz, b.dz));
 }
 
-// The bucket of every position, C++ (ops/ngram.h) against python/frontier_ngram.py (PyTorch int64 arithmetic
+// The bucket of every position, C++ (reference/ngram.h) against python/frontier_ngram.py (PyTorch int64 arithmetic
 // in 32-bit halves): equal exactly, ids up to 2^31 - 1 so every bit of the hash is exercised.
 TEST(EmbedOpsTorch, NgramBucketsMatchPython) {
   std::mt19937 rng(16);

@@ -1,4 +1,4 @@
-// The tiled attention kernel vs the reference kernel (ops/attention.h, run in double): forward outputs and all
+// The tiled attention kernel vs the reference kernel (reference/attention.h, run in double): forward outputs and all
 // three gradients, on shapes with partial query blocks (T not a multiple of 64), GQA and T = 1. Tolerance 2e-5
 // absolute on values and gradients of order 1 in fp32. In bf16 (every product's operands rounded to bf16: relative
 // error 2^-9 per operand, so ~4e-3 on a product, and more through exp(S) when |S| ~ 10 here): 4e-2 absolute, and the
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
-#include "ops/attention.h"
+#include "reference/attention.h"
 
 namespace frontier {
 namespace {

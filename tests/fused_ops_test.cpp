@@ -12,7 +12,7 @@
 #include "model/gpt.h"
 #include "model/model_config.h"
 #include "train/schema.h"
-#include "ops/rope.h"
+#include "reference/rope.h"
 
 namespace frontier {
 namespace {

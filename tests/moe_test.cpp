@@ -1,4 +1,4 @@
-// Mixture-of-experts MLP (ops/moe.h; kernels/moe.h through moe_mlp in autograd/tape.h): the reference against
+// Mixture-of-experts MLP (reference/moe.h; kernels/moe.h through moe_mlp in autograd/tape.h): the reference against
 // central finite differences (double), the fast op against the reference (fp32) and itself (bf16 vs fp32),
 // the load-balance loss against a hand computation, bit-identical results across thread counts, and the
 // PyTorch module python/frontier_moe.py against the reference. Loss L = sum(out * G) + aux_weight * aux
@@ -11,7 +11,7 @@
 // ~h * |weights| ~ 1e-5, far inside those margins, so no perturbation changes a routing decision or crosses a
 // kink. The fp32, bf16 and PyTorch comparisons need only the same routing on both sides: a logit gap >= 1e-3,
 // far above fp32 logit errors (~1e-6).
-#include "ops/moe.h"
+#include "reference/moe.h"
 
 #include <omp.h>
 

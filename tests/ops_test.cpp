@@ -5,12 +5,12 @@
 #include <functional>
 #include <random>
 
-#include "ops/attention.h"
-#include "ops/cross_entropy.h"
-#include "ops/matmul.h"
-#include "ops/relu2.h"
-#include "ops/rmsnorm.h"
-#include "ops/rope.h"
+#include "reference/attention.h"
+#include "reference/cross_entropy.h"
+#include "reference/matmul.h"
+#include "reference/relu2.h"
+#include "reference/rmsnorm.h"
+#include "reference/rope.h"
 #include "grad_check.h"
 #include "test_util.h"
 

@@ -5,17 +5,17 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "ops/attention.h"
-#include "ops/axpy.h"
-#include "ops/cross_entropy.h"
-#include "ops/gated_act.h"
-#include "ops/key_shift.h"
-#include "ops/leaky_relu2.h"
-#include "ops/matmul.h"
-#include "ops/relu2.h"
-#include "ops/rmsnorm.h"
-#include "ops/rope.h"
-#include "ops/smear.h"
+#include "reference/attention.h"
+#include "reference/axpy.h"
+#include "reference/cross_entropy.h"
+#include "reference/gated_act.h"
+#include "reference/key_shift.h"
+#include "reference/leaky_relu2.h"
+#include "reference/matmul.h"
+#include "reference/relu2.h"
+#include "reference/rmsnorm.h"
+#include "reference/rope.h"
+#include "reference/smear.h"
 #include "test_util.h"
 #include "util/file.h"
 

@@ -1,6 +1,6 @@
 // The architecture-variant ops (autograd/variant_ops.cpp) in two modes of the op-test harness:
-//  - VariantOpsBackward: each reference kernel's backward (src/ops/) against central finite differences in double,
-//    as tests/ops_test.cpp: loss L = sum(out * G), tolerance max |analytic - numeric| <= 1e-6 * max(1, max
+//  - VariantOpsBackward: each reference kernel's backward (src/reference/) against central finite differences in
+//    double, as tests/ops_test.cpp: loss L = sum(out * G), tolerance max |analytic - numeric| <= 1e-6 * max(1, max
 //    |numeric|) (h = 1e-5: FD truncation ~h^2 = 1e-10, rounding ~1e-16/h = 1e-11).
 //  - VariantOpsFast: each autograd op (its fast kernel, float) against the reference kernel run in double on the
 //    same float inputs, value and every gradient, on shapes with ragged chunks and blocks. The error measured is
@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "autograd/tape.h"
-#include "ops/axpy.h"
-#include "ops/gated_act.h"
-#include "ops/key_shift.h"
-#include "ops/leaky_relu2.h"
-#include "ops/smear.h"
+#include "reference/axpy.h"
+#include "reference/gated_act.h"
+#include "reference/key_shift.h"
+#include "reference/leaky_relu2.h"
+#include "reference/smear.h"
 #include "grad_check.h"
 
 using namespace frontier;

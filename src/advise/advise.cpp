@@ -111,6 +111,22 @@ std::string si(double v) {
   return fmt("%.0f", v);
 }
 
+// The mean and sample standard deviation of v.
+void mean_sd(const std::vector<double>& v, double* m, double* sd) {
+  *m = 0;
+  for (double x : v) *m += x / v.size();
+  double ss = 0;
+  for (double x : v) ss += (x - *m) * (x - *m);
+  *sd = v.size() > 1 ? std::sqrt(ss / (v.size() - 1)) : 0;
+}
+
+// One lever of the architecture stage, alone on the first seed.
+struct LeverRow {
+  const Lever* lever;
+  double step_s, bpb, gain;  // its step time, val_bpb, and the base's val_bpb minus it
+  bool shared_step, helps;   // it runs the base's step count; it beat the base
+};
+
 struct Advisor {
   const AdviseOptions& o;
   Config base;
@@ -133,6 +149,12 @@ struct Advisor {
   explicit Advisor(const AdviseOptions& opt) : o(opt) {}
 
   Status setup();
+  // setup's parts.
+  Status measure_used_share(const PreparedData& data, uint64_t seed);
+  Status setup_machine(std::string* peak_src);
+  Status open_cache(const json& manifest);
+  Status make_candidates();
+  void print_setup(const std::string& peak_src) const;
   // The step-time cache's key: the machine, the shape (depth, T, B) and the config fields that change a step's cost
   // (width, heads, the loss's vocabulary chunk), read from k: the base's for a candidate, a compared config's own.
   std::string speed_key(const ModelShapeKeys& k, int depth, int T, int B) const;
@@ -147,6 +169,16 @@ struct Advisor {
   // The architecture stage on the best shape (advise.h): *sets the chosen levers' keys, *bpb their measured mean.
   Status lever_stage(const Candidate& pick, double lr_scale, double base_bpb, std::map<std::string, std::string>* sets,
                      double* bpb, std::string* note);
+  // lever_stage's parts.
+  Status lever_base_runs(const Candidate& pick, double lr_scale, std::vector<double>* runs);
+  Status lever_rows(const Candidate& pick, double lr_scale, const std::vector<Lever>& levers, double base_first,
+                    std::vector<LeverRow>* rows);
+  std::vector<const Lever*> lever_table(const Candidate& pick, const std::vector<LeverRow>& rows,
+                                        double spread) const;
+  Status combination_runs(const Candidate& pick, double lr_scale, const std::vector<const Lever*>& keep,
+                          std::map<std::string, std::string>* sets, std::string* names, std::vector<double>* runs);
+  bool decide_combination(const std::string& names, const std::vector<double>& base_runs, double base_mean,
+                          const std::vector<double>& combo_runs, double* combo_mean, std::string* note) const;
   Status validate(const std::vector<const Candidate*>& picks, std::vector<double>* measured);
   Status compare();
   // extra: keys set on top (levers); seed: 0 = the base's train.seed. Both are part of the cache's match.
@@ -159,6 +191,8 @@ struct Advisor {
   std::map<std::string, std::string> candidate_sets(const Candidate& c) const;
 };
 
+// The base config with advise's overrides, the data's size and vocabulary, the machine, the cache, and the
+// candidates (depths x sequence lengths), printed.
 Status Advisor::setup() {
   if (!(o.budget > 0) || !std::isfinite(o.budget)) return Status::error("--budget must be a number of seconds > 0");
   ConfigSchema schema = train_schema();
@@ -176,30 +210,44 @@ Status Advisor::setup() {
   const json& m = data.manifest();
   train_tokens = m["splits"]["train"]["tokens"].get<int64_t>();
   vocab = m["tokenizer"]["vocab_size"].get<int>();
-  // What a pass over the data gives a run at each sequence length: the best-fit loader crops a document that fits
-  // no row and discards its tail, so long documents give only their first T + 1 tokens. Measured by running the
-  // loader (up to 20,000 rows of the first epoch): rows' tokens / (rows' tokens + discarded tails).
-  {
-    std::vector<Shard> shards;
-    FRONTIER_RETURN_IF_ERROR(data.open_split("train", &shards));
-    for (int T : o.seq_lens) {
-      BestFitLoader l;
-      LoaderConfig lc;
-      lc.B = 1;
-      lc.T = T;
-      lc.seed = static_cast<uint64_t>(given.seed);
-      lc.min_one_batch = false;
-      FRONTIER_RETURN_IF_ERROR(l.init(shards, lc));
-      std::vector<int32_t> x(T), y(T);
-      for (int r = 0; r < 20000 && l.epoch() == 0; r++) l.next(x.data(), y.data());
-      const double kept = double(l.tokens_emitted()), lost = double(l.tokens_cropped());
-      used_share[T] = kept + lost > 0 ? kept / (kept + lost) : 1.0;
-    }
-  }
+  FRONTIER_RETURN_IF_ERROR(measure_used_share(data, static_cast<uint64_t>(given.seed)));
   if (given_vocab != 0 && given_vocab != vocab)
     return Status::error(o.base + " sets model.vocab_size = " + std::to_string(given_vocab) +
                          " but " + data_dir + " has " + std::to_string(vocab) + " tokens: set it to 0 (the data's)");
   base.set("model.vocab_size", int64_t(vocab));
+  std::string peak_src;
+  FRONTIER_RETURN_IF_ERROR(setup_machine(&peak_src));
+  FRONTIER_RETURN_IF_ERROR(open_cache(m));
+  FRONTIER_RETURN_IF_ERROR(make_candidates());
+  print_setup(peak_src);
+  return ok_status();
+}
+
+// What a pass over the data gives a run at each sequence length: the best-fit loader crops a document that fits
+// no row and discards its tail, so long documents give only their first T + 1 tokens. Measured by running the
+// loader (up to 20,000 rows of the first epoch): rows' tokens / (rows' tokens + discarded tails).
+Status Advisor::measure_used_share(const PreparedData& data, uint64_t seed) {
+  std::vector<Shard> shards;
+  FRONTIER_RETURN_IF_ERROR(data.open_split("train", &shards));
+  for (int T : o.seq_lens) {
+    BestFitLoader l;
+    LoaderConfig lc;
+    lc.B = 1;
+    lc.T = T;
+    lc.seed = seed;
+    lc.min_one_batch = false;
+    FRONTIER_RETURN_IF_ERROR(l.init(shards, lc));
+    std::vector<int32_t> x(T), y(T);
+    for (int r = 0; r < 20000 && l.epoch() == 0; r++) l.next(x.data(), y.data());
+    const double kept = double(l.tokens_emitted()), lost = double(l.tokens_cropped());
+    used_share[T] = kept + lost > 0 ? kept / (kept + lost) : 1.0;
+  }
+  return ok_status();
+}
+
+// The ISA, threads and precision advise runs at (--isa, --threads, --precision over the base), the base's typed
+// keys, and the peak MFU is stated against (*peak_src: where it came from).
+Status Advisor::setup_machine(std::string* peak_src) {
   if (!o.isa.empty()) {
     Isa t;
     FRONTIER_RETURN_IF_ERROR(parse_isa(o.isa, &t));
@@ -213,10 +261,10 @@ Status Advisor::setup() {
   lrs = read_learning_rates(base);
   FRONTIER_RETURN_IF_ERROR(resolve_precision(settings.precision, &prec));
   threads = settings.threads > 0 ? static_cast<int>(settings.threads) : omp_get_num_procs();
-  std::string peak_src = peak_unit_name(peak_unit_for(prec, active_isa()));
+  *peak_src = peak_unit_name(peak_unit_for(prec, active_isa()));
   if (settings.peak_gflops > 0) {
     peak = settings.peak_gflops;
-    peak_src = "train.peak_gflops";
+    *peak_src = "train.peak_gflops";
   } else if (load_calibration(calibration_path(), threads, &cal)) {
     peak = cal.peak(peak_unit_for(prec, active_isa()));
   } else {
@@ -224,6 +272,12 @@ Status Advisor::setup() {
                          calibration_path() + "): run `frontier calibrate` first (or set train.peak_gflops); the "
                          "advisor states each candidate's MFU and the roofline against it");
   }
+  return ok_status();
+}
+
+// The cache: step times per machine and shape (speed.json), and the points measured under this data and recipe
+// (<data fingerprint>-<recipe hash>/points.jsonl); manifest: the data's.
+Status Advisor::open_cache(const json& manifest) {
   cache_dir = o.cache.empty() ? frontier_cache_dir() + "/advise" : o.cache;
   machine = cpu_model() + " | " + isa_name(active_isa()) + " | " + std::to_string(threads) + " threads | " +
             precision_name(prec);
@@ -244,7 +298,7 @@ Status Advisor::setup() {
   // How val_bpb is scored: points measured before it scored every document's whole text (data/val_windows.h)
   // scored another text per sequence length, and must not be mixed with these.
   recipe += "val_bpb=windows\n";
-  const std::string fp = m.value("fingerprint", std::string("nofingerprint"));
+  const std::string fp = manifest.value("fingerprint", std::string("nofingerprint"));
   recipe_dir = cache_dir + "/" + fp.substr(0, 12) + "-" + sha256_hex(recipe).substr(0, 12);
   FRONTIER_RETURN_IF_ERROR(make_dirs(recipe_dir));
   FRONTIER_RETURN_IF_ERROR(write_file_atomic(recipe_dir + "/recipe.txt", "data: " + data_dir + "\n" + recipe));
@@ -266,7 +320,11 @@ Status Advisor::setup() {
       }
     }
   }
+  return ok_status();
+}
 
+// A candidate per sequence length and depth, with its width, parameters and FLOPs per token.
+Status Advisor::make_candidates() {
   const int B = static_cast<int>(settings.micro_batch);
   for (size_t r = 0; r < o.seq_lens.size(); r++) {
     for (int d : o.depths) {
@@ -285,6 +343,11 @@ Status Advisor::setup() {
       cands.push_back(c);
     }
   }
+  return ok_status();
+}
+
+void Advisor::print_setup(const std::string& peak_src) const {
+  const int B = static_cast<int>(settings.micro_batch);
   std::printf("advise: budget %.0f s on %s (%s train tokens, vocabulary %d), base %s\n", o.budget, data_dir.c_str(),
               si(double(train_tokens)).c_str(), vocab, o.base.c_str());
   std::printf("advise: a pass over the data gives the loader's rows");
@@ -299,7 +362,6 @@ Status Advisor::setup() {
   std::printf(" x seq_len");
   for (int t : o.seq_lens) std::printf(" %d", t);
   std::printf(", micro_batch %d); cache %s\n", B, recipe_dir.c_str());
-  return ok_status();
 }
 
 Config Advisor::candidate_config(const Candidate& c) const {
@@ -771,35 +833,61 @@ Status Advisor::lever_stage(const Candidate& pick, double lr_scale, double base_
   std::vector<Lever> levers;
   FRONTIER_RETURN_IF_ERROR(parse_levers(o.levers, &levers));
   if (levers.empty()) return ok_status();
-  const uint64_t seed0 = static_cast<uint64_t>(settings.seed);
   const int nseeds = std::max(1, o.seeds);
-  auto mean_sd = [](const std::vector<double>& v, double* m, double* sd) {
-    *m = 0;
-    for (double x : v) *m += x / v.size();
-    double ss = 0;
-    for (double x : v) ss += (x - *m) * (x - *m);
-    *sd = v.size() > 1 ? std::sqrt(ss / (v.size() - 1)) : 0;
-  };
   std::printf("\narchitecture stage: %s at its best learning rates, %zu lever(s), the base and the combination on %d "
               "seed(s) (probe mode, as above)\n", pick.label().c_str(), levers.size(), nseeds);
   std::vector<double> base_runs;
+  FRONTIER_RETURN_IF_ERROR(lever_base_runs(pick, lr_scale, &base_runs));
+  double base_mean = 0, spread = 0;
+  mean_sd(base_runs, &base_mean, &spread);
+  std::printf("base: mean val_bpb %.4f over %d seed(s), seed spread (sample s.d.) %.4f\n", base_mean, nseeds, spread);
+
+  std::vector<LeverRow> rows;
+  FRONTIER_RETURN_IF_ERROR(lever_rows(pick, lr_scale, levers, base_runs[0], &rows));
+  const std::vector<const Lever*> keep = lever_table(pick, rows, spread);
+  if (keep.empty()) {
+    *note = "no lever beat the base on the first seed; the base is kept";
+    std::printf("%s\n", note->c_str());
+    return ok_status();
+  }
+  std::map<std::string, std::string> sets;
+  std::string names;
+  std::vector<double> combo_runs;
+  FRONTIER_RETURN_IF_ERROR(combination_runs(pick, lr_scale, keep, &sets, &names, &combo_runs));
+  if (combo_runs.size() != base_runs.size()) {
+    *note = names + " failed to train on some seed; the base is kept";
+    std::printf("%s\n", note->c_str());
+    return ok_status();
+  }
+  double combo_mean = 0;
+  const bool take = decide_combination(names, base_runs, base_mean, combo_runs, &combo_mean, note);
+  std::printf("%s\n", note->c_str());
+  if (take) {
+    *chosen = sets;
+    *bpb = combo_mean;
+  }
+  return ok_status();
+}
+
+// The base at the pick's shape and learning rates on every seed (*runs: val_bpb per seed).
+Status Advisor::lever_base_runs(const Candidate& pick, double lr_scale, std::vector<double>* runs) {
+  const uint64_t seed0 = static_cast<uint64_t>(settings.seed);
+  const int nseeds = std::max(1, o.seeds);
   for (int k = 0; k < nseeds; k++) {
     double m = 0;
     FRONTIER_RETURN_IF_ERROR(run_at_budget(pick.label() + fmt(", seed %.0f", double(seed0 + k)), o.base, &pick,
                                            pick.step_s, 0, &m, lr_scale, {}, seed0 + k));
     if (m <= 0) return Status::error("advise: the base did not train on seed " + std::to_string(seed0 + k));
-    base_runs.push_back(m);
+    runs->push_back(m);
   }
-  double base_mean = 0, spread = 0;
-  mean_sd(base_runs, &base_mean, &spread);
-  std::printf("base: mean val_bpb %.4f over %d seed(s), seed spread (sample s.d.) %.4f\n", base_mean, nseeds, spread);
+  return ok_status();
+}
 
-  struct Row {
-    const Lever* lever;
-    double step_s, bpb, gain;
-    bool shared_step, helps;
-  };
-  std::vector<Row> rows;
+// Each lever alone on the first seed, at its own step time (the base's when within the timing's noise); a lever
+// that failed to train is left out (run_at_budget said why).
+Status Advisor::lever_rows(const Candidate& pick, double lr_scale, const std::vector<Lever>& levers,
+                           double base_first, std::vector<LeverRow>* rows) {
+  const uint64_t seed0 = static_cast<uint64_t>(settings.seed);
   Config pc = candidate_config(pick);
   for (const Lever& l : levers) {
     if (StopSignals::received()) return Status::error("advise: stopped by a signal");
@@ -810,19 +898,25 @@ Status Advisor::lever_stage(const Candidate& pick, double lr_scale, double base_
     if (!l.same_cost) FRONTIER_RETURN_IF_ERROR(lever_step_time(pc, lc, "lever " + l.name, pick, &own));
     // Within 3% of the base's step time (the timing's own noise here): the base's probe, the same steps.
     const bool shared = std::fabs(own / pick.step_s - 1) < 0.03;
-    Row r{&l, shared ? pick.step_s : own, 0, 0, shared, false};
+    LeverRow r{&l, shared ? pick.step_s : own, 0, 0, shared, false};
     FRONTIER_RETURN_IF_ERROR(run_at_budget(pick.label() + " + " + l.name, o.base, &pick, r.step_s, 0, &r.bpb, lr_scale,
                                            l.sets, seed0));
     if (r.bpb <= 0) continue;  // failed: said above
-    r.gain = base_runs[0] - r.bpb;
+    r.gain = base_first - r.bpb;
     r.helps = r.gain > 0;  // a candidate for the combination, which the seeds then decide
-    rows.push_back(r);
+    rows->push_back(r);
   }
+  return ok_status();
+}
+
+// The levers' table, printed; the levers that beat the base on the first seed, the largest gain first.
+std::vector<const Lever*> Advisor::lever_table(const Candidate& pick, const std::vector<LeverRow>& rows,
+                                               double spread) const {
   std::printf("\n%-20s %9s %7s %9s %9s  %s\n", "lever", "step s", "steps", "val_bpb", "gain", "verdict (the paired "
               "gain on the first seed)");
   std::vector<const Lever*> keep;
   std::map<std::string, double> gain_of;
-  for (const Row& r : rows) {
+  for (const LeverRow& r : rows) {
     const double cost = r.step_s / pick.step_s - 1;
     std::string verdict = r.helps ? (r.gain > spread ? "better, beyond the seed spread" : "better, within the seed spread")
                                   : r.gain == 0 ? "no change" : "worse";
@@ -834,65 +928,65 @@ Status Advisor::lever_stage(const Candidate& pick, double lr_scale, double base_
                 static_cast<long long>(o.budget / r.step_s), r.bpb, r.gain, verdict.c_str());
     if (r.helps) keep.push_back(r.lever), gain_of[r.lever->name] = r.gain;
   }
-  if (keep.empty()) {
-    *note = "no lever beat the base on the first seed; the base is kept";
-    std::printf("%s\n", note->c_str());
-    return ok_status();
-  }
   // Two levers setting one key differently (swiglu and leaky_relu2): the larger gain's.
   std::sort(keep.begin(), keep.end(), [&](const Lever* a, const Lever* b) { return gain_of[a->name] > gain_of[b->name]; });
+  return keep;
+}
+
+// The kept levers merged (a lever setting a key a larger gain's lever sets differently is left out: *sets, *names
+// "a+b"), timed unless every one costs the base's step, and trained on every seed (*runs: those that trained).
+Status Advisor::combination_runs(const Candidate& pick, double lr_scale, const std::vector<const Lever*>& keep,
+                                 std::map<std::string, std::string>* sets, std::string* names,
+                                 std::vector<double>* runs) {
+  const uint64_t seed0 = static_cast<uint64_t>(settings.seed);
+  const int nseeds = std::max(1, o.seeds);
   std::vector<const Lever*> combo;
-  std::map<std::string, std::string> sets;
   for (const Lever* l : keep) {
-    std::map<std::string, std::string> trial = sets;
+    std::map<std::string, std::string> trial = *sets;
     std::vector<const Lever*> one = {l};
-    if (merge_levers(one, &trial).ok()) sets = trial, combo.push_back(l);
+    if (merge_levers(one, &trial).ok()) *sets = trial, combo.push_back(l);
     else std::printf("%s left out: it sets a key a larger gain's lever sets differently\n", l->name.c_str());
   }
-  std::string names;
-  for (const Lever* l : combo) names += (names.empty() ? "" : "+") + l->name;
+  for (const Lever* l : combo) *names += (names->empty() ? "" : "+") + l->name;
+  Config pc = candidate_config(pick);
   Config cc = pc;
   ConfigSchema schema = train_schema();
-  for (const auto& [k, v] : sets) FRONTIER_RETURN_IF_ERROR(schema.apply_set(k + "=" + v, &cc));
+  for (const auto& [k, v] : *sets) FRONTIER_RETURN_IF_ERROR(schema.apply_set(k + "=" + v, &cc));
   bool same_cost = true;
   for (const Lever* l : combo) same_cost = same_cost && l->same_cost;
   double combo_step = pick.step_s;
-  if (!same_cost) FRONTIER_RETURN_IF_ERROR(lever_step_time(pc, cc, "levers " + names, pick, &combo_step));
+  if (!same_cost) FRONTIER_RETURN_IF_ERROR(lever_step_time(pc, cc, "levers " + *names, pick, &combo_step));
   if (std::fabs(combo_step / pick.step_s - 1) < 0.03) combo_step = pick.step_s;
-  std::printf("\ncombining %s on %d seed(s)\n", names.c_str(), nseeds);
-  std::vector<double> combo_runs;
+  std::printf("\ncombining %s on %d seed(s)\n", names->c_str(), nseeds);
   for (int k = 0; k < nseeds; k++) {
     double m = 0;
-    FRONTIER_RETURN_IF_ERROR(run_at_budget(pick.label() + " + " + names + fmt(", seed %.0f", double(seed0 + k)),
-                                           o.base, &pick, combo_step, 0, &m, lr_scale, sets, seed0 + k));
-    if (m > 0) combo_runs.push_back(m);
+    FRONTIER_RETURN_IF_ERROR(run_at_budget(pick.label() + " + " + *names + fmt(", seed %.0f", double(seed0 + k)),
+                                           o.base, &pick, combo_step, 0, &m, lr_scale, *sets, seed0 + k));
+    if (m > 0) runs->push_back(m);
   }
-  if (combo_runs.size() != base_runs.size()) {
-    *note = names + " failed to train on some seed; the base is kept";
-    std::printf("%s\n", note->c_str());
-    return ok_status();
-  }
-  // Paired by seed: the base and the combination share each seed's initialisation and data order, which move
-  // val_bpb far more than most levers do (measured: a seed spread of 0.024 against paired differences within 0.003
-  // of each other), so the per-seed differences are the measurement; their standard error decides.
-  double combo_mean = 0, combo_sd = 0, diff = 0, diff_sd = 0;
-  mean_sd(combo_runs, &combo_mean, &combo_sd);
+  return ok_status();
+}
+
+// Paired by seed: the base and the combination share each seed's initialisation and data order, which move
+// val_bpb far more than most levers do (measured: a seed spread of 0.024 against paired differences within 0.003
+// of each other), so the per-seed differences are the measurement; their standard error decides. Returns whether
+// the combination is taken; *note says why.
+bool Advisor::decide_combination(const std::string& names, const std::vector<double>& base_runs, double base_mean,
+                                 const std::vector<double>& combo_runs, double* combo_mean, std::string* note) const {
+  const int nseeds = std::max(1, o.seeds);
+  double combo_sd = 0, diff = 0, diff_sd = 0;
+  mean_sd(combo_runs, combo_mean, &combo_sd);
   std::vector<double> diffs;
   for (size_t k = 0; k < combo_runs.size(); k++) diffs.push_back(base_runs[k] - combo_runs[k]);
   mean_sd(diffs, &diff, &diff_sd);
   const double se = diff_sd / std::sqrt(static_cast<double>(nseeds));
   const bool take = nseeds > 1 ? diff > 2 * se && diff > 0 : diff > 0;
-  *note = names + fmt(": mean val_bpb %.4f", combo_mean) + fmt(" vs the base's %.4f", base_mean) + " over " +
+  *note = names + fmt(": mean val_bpb %.4f", *combo_mean) + fmt(" vs the base's %.4f", base_mean) + " over " +
           std::to_string(nseeds) + " seed(s), paired difference " + fmt("%.4f", diff) +
           (nseeds > 1 ? " +- " + fmt("%.4f", se) + " (s.e.)" : std::string(" (one seed: no standard error)")) + ": " +
           (take ? "taken" : nseeds > 1 ? "not beyond twice its standard error; the base is kept"
                                        : "not better; the base is kept");
-  std::printf("%s\n", note->c_str());
-  if (take) {
-    *chosen = sets;
-    *bpb = combo_mean;
-  }
-  return ok_status();
+  return take;
 }
 
 }  // namespace

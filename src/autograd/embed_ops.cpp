@@ -1,12 +1,12 @@
 // Autograd ops of the embedding and loss variants (architecture experiments): hashed n-gram embeddings and
-// the multi-token prediction loss. Fast kernels in kernels/embed_kernels.h; ref:: in ops/ngram.h and
-// ops/softcap_ce_multi.h stays the ground truth in the tests (tests/embed_ops_test.cpp).
+// the multi-token prediction loss. Fast kernels in kernels/embed_kernels.h; ref:: in reference/ngram.h and
+// reference/softcap_ce_multi.h stays the ground truth in the tests (tests/embed_ops_test.cpp).
 #include <memory>
 #include <vector>
 
 #include "autograd/tape.h"
 #include "kernels/embed_kernels.h"
-#include "ops/ngram.h"
+#include "reference/ngram.h"
 #include "util/status.h"
 #include "util/trace.h"
 

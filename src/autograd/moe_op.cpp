@@ -1,5 +1,5 @@
 // Mixture-of-experts MLP as one primitive op (the routing is not a composition of the existing ops): the fast
-// kernel (kernels/moe.h) both ways; ref::moe_* (ops/moe.h, which states the routing design) stays the ground
+// kernel (kernels/moe.h) both ways; ref::moe_* (reference/moe.h, which states the routing design) stays the ground
 // truth in tests/moe_test.cpp.
 #include <memory>
 

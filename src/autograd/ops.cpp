@@ -7,11 +7,11 @@
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
 #include "kernels/softcap_ce.h"
-#include "util/trace.h"
-#include "ops/relu2.h"
-#include "ops/rmsnorm.h"
-#include "ops/rope.h"
+#include "reference/relu2.h"
+#include "reference/rmsnorm.h"
+#include "reference/rope.h"
 #include "util/status.h"
+#include "util/trace.h"
 
 namespace frontier {
 

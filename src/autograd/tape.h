@@ -1,6 +1,6 @@
 // A reverse-mode tape: forward ops record a backward closure; backward() replays them in reverse. Composing
 // existing ops never needs hand-written backward code; a new primitive op adds one function here (its forward and
-// backward call the reference kernels in src/ops/, or fast kernels with the same contract).
+// backward call the reference kernels in src/reference/, or fast kernels with the same contract).
 //
 //   Tape tape;
 //   Var x = tape.param(W_data, W_grad, {N, K});   // parameters point into the arenas (no copy)
@@ -19,7 +19,7 @@
 
 #include "autograd/buffer_pool.h"
 #include "kernels/precision.h"
-#include "ops/gated_act.h"  // GatedAct (gated_act below)
+#include "reference/gated_act.h"  // GatedAct (gated_act below)
 
 namespace frontier {
 
@@ -102,7 +102,7 @@ Var lm_head_softcap_ce(Tape& t, Var x, Var W, const int32_t* targets, float cap,
 // ---- embedding and loss variants (src/autograd/embed_ops.cpp) ----
 // Hashed n-gram embedding: idx (B, T) token ids, table (buckets, C) -> (B*T, C); row (b, t) is
 // table[ngram_bucket(idx[b, t], idx[b, t-1], ..., idx[b, t-n+1])] for t >= n-1 and zero for t < n-1 (the hash is
-// in ops/ngram.h, its PyTorch twin in python/frontier_ngram.py). 1 <= n <= kNgramMax (16).
+// in reference/ngram.h, its PyTorch twin in python/frontier_ngram.py). 1 <= n <= kNgramMax (16).
 Var ngram_embedding(Tape& t, const int32_t* idx, int64_t B, int64_t T, int n, int64_t buckets, Var table);
 // Multi-token prediction on shared logits (N, V) -> scalar: sum_k weights[k] * mean over rows with targets[k][r] >= 0
 // of the cross-entropy of the softcapped logits (cap == 0: no softcap). The log-sum-exp is computed once per row
@@ -112,7 +112,8 @@ Var softcap_ce_multi(Tape& t, Var logits, const std::vector<const int32_t*>& tar
                      const std::vector<float>& weights, float cap, float* row_losses = nullptr);
 
 // ---- architecture-variant ops (src/autograd/variant_ops.cpp) ----
-// Fast kernels in kernels/variant_kernels.h; each formula and its derivative heads its reference kernel in src/ops/.
+// Fast kernels in kernels/variant_kernels.h; each formula and its derivative heads its reference kernel in
+// src/reference/.
 Var leaky_relu2(Tape& t, Var x, float slope);                     // (x >= 0 ? x : slope * x)^2, elementwise
 Var gated_act(Tape& t, Var x, GatedAct kind);                     // x (..., 2H) -> act(x[..., :H]) * x[..., H:]
 // nanochat's smear: x (B*T, C) or (B, T, C), w (1, G) with G <= C, lam (1); out_0 = x_0 and, for t >= 1,
@@ -135,7 +136,7 @@ struct MoeStats {
 // limit (nothing dropped). The Switch-Transformer load-balance loss aux = E * sum_e f_e * P_e is NOT part of the
 // output: backward adds aux_weight * d(aux)/d(router logits) itself, so the model's loss need not carry it (its
 // value goes to stats). It is added once per backward, unscaled by the loss seed: with gradient accumulation
-// (seed 1/accum) pass aux_weight/accum. Routing design and math: src/ops/moe.h; fast kernel: src/kernels/moe.h.
+// (seed 1/accum) pass aux_weight/accum. Routing design and math: src/reference/moe.h; fast kernel: src/kernels/moe.h.
 //   MoeStats st;
 //   Var y = moe_mlp(tape, x, router, fc, proj, /*top_k=*/2, /*slope=*/0.f, /*aux_weight=*/0.01f, &st);
 Var moe_mlp(Tape& t, Var x, Var router, Var fc, Var proj, int top_k, float slope, float aux_weight, MoeStats* stats);

@@ -1,6 +1,6 @@
 // Autograd ops for architecture variants (MLP activations, nanochat's smear and backout, the partial key offset):
 // each records its forward and a backward closure over the fast kernels of kernels/variant_kernels.h, which the
-// tests hold to the reference kernels in src/ops/ (formulas and derivatives at the top of each).
+// tests hold to the reference kernels in src/reference/ (formulas and derivatives at the top of each).
 #include "autograd/tape.h"
 #include "kernels/variant_kernels.h"
 #include "util/status.h"

@@ -16,14 +16,14 @@
 #include "kernels/isa.h"
 #include "model/gpt.h"
 #include "model/model_config.h"
-#include "ops/attention.h"
-#include "ops/gated_act.h"
-#include "ops/key_shift.h"
-#include "ops/leaky_relu2.h"
-#include "ops/moe.h"
-#include "ops/ngram.h"
-#include "ops/smear.h"
-#include "ops/softcap_ce_multi.h"
+#include "reference/attention.h"
+#include "reference/gated_act.h"
+#include "reference/key_shift.h"
+#include "reference/leaky_relu2.h"
+#include "reference/moe.h"
+#include "reference/ngram.h"
+#include "reference/smear.h"
+#include "reference/softcap_ce_multi.h"
 #include "train/schema.h"
 
 namespace frontier {
@@ -388,7 +388,7 @@ void VariantRun::mtp_cost() {
   }
 }
 
-// Primitives, fast (autograd op) vs reference (src/ops/*.h in float, one thread), forward + backward.
+// Primitives, fast (autograd op) vs reference (src/reference/*.h in float, one thread), forward + backward.
 void VariantRun::primitives() {
   const int64_t B = o.quick ? 2 : 8, T = 512, Hs = 1376;
   leaky_relu2_vs_ref();

@@ -1,7 +1,7 @@
 // `frontier bench --only variants`: the architecture-variant ops (model.* levers: sliding-window attention,
 // gated MLPs, mixture of experts, hashed n-gram tables, multi-token prediction, smear, key offset) timed
 // forward+backward through their autograd ops, each against the calibrated peak of its precision's unit and,
-// for the primitives, against its reference kernel (src/ops/*.h, run in float on one thread). Four headline
+// for the primitives, against its reference kernel (src/reference/*.h, run in float on one thread). Four headline
 // ratios, each measured in the same run against the baseline it replaces and printed with its target ("met" /
 // "SHORT"):
 //   1. S/L attention: fwd+bwd time of a sliding-window (W = T/4) layer over a full-context one (<= 0.5);

@@ -19,7 +19,7 @@
 // every query block (gemm_prepacked_b, from the panel or row of key s0): re-packing them per block cost about a
 // third of the time. Work splits over (batch, head) forward and (batch, kv head) backward, so every output element
 // is written by one task in a fixed order: results do not depend on the thread count. Matches ref::attention_*
-// (ops/attention.h).
+// (reference/attention.h).
 //
 // The masked triangles at both edges of a block's keys are skipped a strip at a time: the products whose rows are
 // queries (Q K^T, P V, dO V^T, dS K) run over strips of kStrip query rows, each from its own first key; those whose

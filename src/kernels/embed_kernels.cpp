@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "kernels/vmath.h"
-#include "ops/ngram.h"
+#include "reference/ngram.h"
 #include "util/status.h"
 
 namespace frontier {

@@ -1,5 +1,5 @@
 // Fast kernels of the embedding and loss variants (autograd/embed_ops.cpp), with the contracts of their
-// reference kernels (ops/ngram.h, ops/softcap_ce_multi.h). Multi-threaded and deterministic: every output
+// reference kernels (reference/ngram.h, reference/softcap_ce_multi.h). Multi-threaded and deterministic: every output
 // element is written by one thread in a fixed order, so results do not depend on the thread count (and no
 // float atomics).
 //
@@ -30,7 +30,7 @@ struct NgramIndex {
   std::vector<int64_t> run;     // (R+1,) order[run[r] .. run[r+1]) share one bucket
 };
 
-// idx (B, Tn) token ids; 1 <= n <= kNgramMax (ops/ngram.h), buckets >= 1.
+// idx (B, Tn) token ids; 1 <= n <= kNgramMax (reference/ngram.h), buckets >= 1.
 NgramIndex ngram_index(const int32_t* idx, int64_t B, int64_t Tn, int n, int64_t buckets);
 void ngram_embedding_forward(float* out, const float* table, const NgramIndex& ix, int64_t C);
 void ngram_embedding_backward(float* dtable, const float* dout, const NgramIndex& ix, int64_t C);

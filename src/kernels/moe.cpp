@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "kernels/gemm.h"
-#include "ops/moe.h"
+#include "reference/moe.h"
 #include "util/status.h"
 
 namespace frontier {

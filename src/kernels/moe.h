@@ -1,4 +1,4 @@
-// Mixture-of-experts MLP, fast: the routing and arithmetic of ref::moe_* (ops/moe.h, which states the
+// Mixture-of-experts MLP, fast: the routing and arithmetic of ref::moe_* (reference/moe.h, which states the
 // design), with the tokens sorted by expert so that each expert is a few large GEMMs instead of per-token
 // GEMVs.
 //

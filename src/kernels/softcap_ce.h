@@ -1,7 +1,7 @@
 // Logit softcap + cross-entropy, fast and fused: one pass per row computes c = cap * tanh(z / cap) (kept for
 // backward, so tanh is never recomputed) and the log-sum-exp; backward needs one exp per logit. Since |c| <= cap,
 // exp(c - cap) cannot overflow, so no max pass is needed. Rows split over threads; each row in a fixed order.
-// Same contract as ref::softcap_ce_* (ops/cross_entropy.h): targets < 0 are ignored, the loss is the mean over
+// Same contract as ref::softcap_ce_* (reference/cross_entropy.h): targets < 0 are ignored, the loss is the mean over
 // counted rows (summed in double, in row order), per-row losses (nats) go to `losses` if given.
 //
 //   std::vector<float> capped(N * V), lse(N);

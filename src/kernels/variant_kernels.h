@@ -1,6 +1,6 @@
 // Fast kernels for the architecture-variant ops (autograd/variant_ops.cpp), float, one fused pass over memory
-// each way, multi-threaded over fixed chunks. Same contracts as the reference kernels in src/ops/ (leaky_relu2.h,
-// gated_act.h, smear.h, axpy.h, key_shift.h), which the tests hold them to: backward ACCUMULATES (+=).
+// each way, multi-threaded over fixed chunks. Same contracts as the reference kernels in src/reference/
+// (leaky_relu2.h, gated_act.h, smear.h, axpy.h, key_shift.h), which the tests hold them to: backward ACCUMULATES (+=).
 // Every result is computed by one thread in a fixed order, and the parameter gradients (smear's w and lam,
 // axpy's scalar) are per-chunk partials summed in chunk order in double, so nothing depends on the thread count.
 //
@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "ops/gated_act.h"
+#include "reference/gated_act.h"
 
 namespace frontier {
 

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "model/blocks.h"
-#include "ops/rope.h"
+#include "reference/rope.h"
 
 namespace frontier {
 

@@ -6,9 +6,9 @@
 #include <numeric>
 
 #include "kernels/gemm.h"
-#include "ops/relu2.h"
-#include "ops/rmsnorm.h"
-#include "ops/rope.h"
+#include "reference/relu2.h"
+#include "reference/rmsnorm.h"
+#include "reference/rope.h"
 #include "util/status.h"
 
 namespace frontier {

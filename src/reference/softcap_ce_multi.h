@@ -4,7 +4,7 @@
 //
 //   loss = sum_k weights[k] * mean over rows r with targets[k][r] >= 0 of (lse(c_r) - c_r[targets[k][r]])
 //
-// A k with no counted rows adds 0. K = 1 with weight 1 is ref::softcap_ce_forward (ops/cross_entropy.h).
+// A k with no counted rows adds 0. K = 1 with weight 1 is ref::softcap_ce_forward (reference/cross_entropy.h).
 // Per-row losses of k = 0 (nats, 0 for ignored rows) go to `losses` if given. Logits z (N, V); targets[k]
 // (N,).
 #pragma once

@@ -163,6 +163,38 @@ int affinity_cpus() {
   return CPU_COUNT(&set);
 }
 
+// run_steps' settings and state across the steps (one per run), with rank 0's log.jsonl, closed at the end.
+struct StepLoop {
+  StepLoop() = default;
+  StepLoop(const StepLoop&) = delete;
+  StepLoop& operator=(const StepLoop&) = delete;
+  ~StepLoop() {
+    if (log) std::fclose(log);
+  }
+  int64_t excluded = 0;     // train.warmup_steps_excluded: the first steps the budget does not count
+  int64_t max_steps = 0;    // train.max_steps (0: none)
+  bool probe_mode = false;  // budget_mode = probe: the step count alone ends the run
+  double ckpt_secs = 0;     // train.checkpoint_every_seconds
+  int64_t ckpt_steps = 0;   // train.checkpoint_every_steps
+  int R = 1;                // ranks
+  std::vector<int32_t> x, y;  // (B, T) a micro-batch's tokens and targets
+  FILE* log = nullptr;        // rank 0's; append-only; resume trims it back to the checkpoint
+  double explode = 0;         // a loss above this (or not finite) is divergence
+  Clock::time_point last_ckpt, last_print;
+  int64_t fault_step = -1, hang_step = -1, kill_step = -1;  // tests (start_steps)
+  int64_t bucket_bytes = 0;  // train.comm_bucket_mb
+  std::string alternate;     // FRONTIER_BENCH_ALTERNATE under mpirun: "overlap" | "bf16" | ""
+};
+
+// What one step did, for its log line and progress print.
+struct StepDone {
+  double progress = 0;  // of the run, in [0, 1]: by steps with train.max_steps, else by the budget
+  int B_now = 0, T_now = 0;  // the micro-batch's rows and row length (train.seq_warmup_ratio)
+  Gpt::Schedule sched;       // the window and head at this step
+  double lr_mult = 0, momentum = 0;
+  double dt = 0;  // the step's seconds
+};
+
 // One training run, in named phases: set up (validate, reserve the run dir, build, resume), the steps, save,
 // evaluate, finish. Each failure point is handled in one phase; nothing computed is lost on the way out.
 //
@@ -193,6 +225,15 @@ class TrainRun {
   Status resume();
   Status checkpoint(bool training_done, Status* written);
   Status exchange_gradients(double* loss_sum);
+  // run_steps' parts, in the order a step runs them.
+  Status start_steps(StepLoop* loop);
+  Status train_step(StepLoop& loop, StepDone* done);
+  void schedule_step(StepDone* done);
+  void forward_backward(StepLoop& loop, const StepDone& done, double* loss_sum);
+  void add_stream_grads(int64_t lo, int64_t hi);
+  Status update_weights(StepDone* done);
+  Status decide_after_step(const StepLoop& loop, int64_t decide[3]);
+  void log_step(StepLoop& loop, const StepDone& done);
   void note_not_saved(const std::string& what, const Status& why);
   void fill_summary(TrainSummary* s);
   std::vector<float> mtp_weights_at(double progress) const;
@@ -744,195 +785,29 @@ Status TrainRun::exchange_gradients(double* loss_sum) {
   return comm_.allreduce_sum(loss_sum, 1, "the loss sum");
 }
 
+// The steps until the budget is spent (or train.max_steps, a signal, an error): each step is trained
+// (train_step), then rank 0 decides for the job whether to stop or checkpoint (decide_after_step), logs it
+// (log_step), and the periodic checkpoint is written.
 Status TrainRun::run_steps() {
   if (eval_only_) return ok_status();
-  const int64_t excluded = set_.warmup_steps_excluded;
-  const int64_t max_steps = set_.max_steps;
-  const bool probe_mode = set_.budget_mode == BudgetMode::kProbe;  // the step count alone ends the run
-  const double ckpt_secs = set_.checkpoint_every_seconds;
-  const int64_t ckpt_steps = set_.checkpoint_every_steps;
-  const int R = comm_.size();
-  std::vector<int32_t> x(int64_t(B_) * T_), y(int64_t(B_) * T_);
-  FILE* log = nullptr;  // rank 0's; append-only; resume trims it back to the checkpoint
-  if (root()) {
-    FRONTIER_RETURN_IF_ERROR(write_file_atomic(log_path_, kept_log_));
-    log = std::fopen(log_path_.c_str(), "ab");
-    if (!log) return Status::error("cannot append to " + log_path_);
-  }
-  struct CloseLog {
-    FILE* f;
-    ~CloseLog() {
-      if (f) std::fclose(f);
-    }
-  } close_log{log};
-  const double explode = 3.0 * std::log(static_cast<double>(shape_.vocab_size)) + 5.0;
-  auto last_ckpt = Clock::now();
-  // Tests: die like a killed run (after the periodic checkpoint of that step), or, on one rank
-  // (FRONTIER_FAULT_RANK), hang or be killed at a step.
-  auto env_step = [](const char* name) -> int64_t {
-    const char* v = std::getenv(name);
-    return v ? std::atoll(v) : -1;
-  };
-  const int64_t fault_step = env_step("FRONTIER_FAULT_EXIT_AFTER_STEP");
-  const bool fault_rank = env_step("FRONTIER_FAULT_RANK") < 0 || env_step("FRONTIER_FAULT_RANK") == comm_.rank();
-  const int64_t hang_step = fault_rank ? env_step("FRONTIER_FAULT_HANG_AT_STEP") : -1;
-  const int64_t kill_step = fault_rank ? env_step("FRONTIER_FAULT_KILL_AT_STEP") : -1;
-  auto last_print = Clock::now() - std::chrono::seconds(10);
+  StepLoop loop;
+  FRONTIER_RETURN_IF_ERROR(start_steps(&loop));
   StopSignals signals(root() ? "\nfrontier: stopping after this step and saving a checkpoint (again to quit at once)\n"
                              : nullptr);  // rank 0 speaks for the job
   comm_.reset_stats();
   gpt_->moe_totals() = {};  // the routing of this run's steps (not the probe's)
-  const int64_t bucket_bytes = static_cast<int64_t>(set_.comm_bucket_mb * 1e6);
+  loop.bucket_bytes = static_cast<int64_t>(set_.comm_bucket_mb * 1e6);
   // Benchmarks (scripts/bench_dist.sh): alternate the exchange's form step by step, so that both forms are timed
   // under the same (drifting) load of a shared machine: "overlap" (odd steps overlapped; results unchanged) or
   // "bf16" (odd steps in bf16).
   const char* alt_env = std::getenv("FRONTIER_BENCH_ALTERNATE");
-  const std::string alternate = alt_env && comm_.distributed() ? alt_env : "";
+  loop.alternate = alt_env && comm_.distributed() ? alt_env : "";
   while (true) {
-    if (alternate == "overlap") overlap_ = step_ % 2 == 1;
-    if (alternate == "bf16") comm_dtype_ = step_ % 2 == 1 ? CommDtype::kBf16 : CommDtype::kFp32;
-    if (alternate == "bf16") exchange_.set_dtype(comm_dtype_);
-    auto t0 = Clock::now();
-    double progress =
-        max_steps > 0 ? static_cast<double>(step_) / max_steps : std::min(training_time_ / budget_, 1.0);
-    // The micro-steps, stream by stream: each stream's gradient is summed on its own and the streams' sums are
-    // added in stream order, as ranks each sum theirs before MPI adds them. One process reading 2 streams thus
-    // computes the very floats that 2 ranks do (with more, MPI's reduction order may differ in the last bits).
-    double loss_sum = 0;
-    const int64_t k = static_cast<int64_t>(loaders_.size());
-    // train.batch_warmup_ratio: fewer micro-batches early on (every stream reads as many), the LR scaled by
-    // sqrt of the batch's share.
-    accum_now_ = accum_at(progress, accum_, k, recipe_.batch_warmup, recipe_.batch_start);
-    // train.seq_warmup_ratio: shorter rows, more of them (B x T tokens either way); train.window_warmup_ratio: the
-    // S layers' window; model.untie_at: the head reads wte until the first step at or past it (copy_head_from_wte).
-    const int T_now = seq_len_at(progress, T_, recipe_.seq_warmup, recipe_.seq_len_start), B_now = B_ * (T_ / T_now);
-    if (recipe_.seq_warmup > 0)
-      for (auto& l : loaders_) l.set_rows(B_now, T_now);
-    if (shape_.arch.untie_at > 0 && !untied_ && progress >= shape_.arch.untie_at) {
-      copy_head_from_wte();
-      untied_ = true;
-    }
-    Gpt::Schedule sched;
-    if (recipe_.window_warmup > 0)
-      sched.short_window = window_at(progress, shape_.arch.short_window, recipe_.window_warmup, recipe_.window_start);
-    sched.head_from_wte = shape_.arch.untie_at > 0 && !untied_;
-    gpt_->set_schedule(sched);
-    const float grad_scale = 1.0f / static_cast<float>(accum_now_ * R);  // the mean over every rank's micro-batches
-    std::vector<float>& g = gpt_->grads();
-    // The last stream's gradient plus the others' sum, range by range (a bucket's range just before it is sent).
-    auto add_streams = [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; i++) g[i] = stream_grads_[i] + g[i];
-    };
-    if (comm_.distributed()) exchange_.begin_step(k > 1 ? std::function<void(int64_t, int64_t)>(add_streams) : nullptr);
-    for (int64_t j = 0; j < k; j++) {
-      gpt_->zero_grad();
-      double stream_loss = 0;
-      for (int64_t a = j; a < accum_now_; a += k) {
-        loaders_[j].next(x.data(), y.data());
-        if (!repeat_warned_ && loaders_[j].epoch() > 0 && loaders_[j].epochs_read() > 1) {
-          repeat_warned_ = true;
-          if (comm_.root())
-            std::fprintf(stderr, "warning: step %lld: the training data is used up; from here documents repeat (the "
-                         "loader keeps only the first %lld tokens of a document it crops: `frontier prepare "
-                         "--max-doc-bytes` splits long ones; or prepare more text, or lower the budget)\n",
-                         static_cast<long long>(step_ + 1), static_cast<long long>(T_ + 1));
-        }
-        Tape tape;
-        tape.set_precision(prec_);
-        gpt_->mtp_weights() = mtp_weights_at(progress);
-        gpt_->set_loss_seed(grad_scale);
-        Var loss = gpt_->forward(tape, x.data(), y.data(), B_now, T_now);
-        if (overlap_ && j == k - 1 && a + k >= accum_now_) {  // the step's last backward: buckets go as they are final
-          exchange_.plan_buckets(tape, bucket_bytes);
-          tape.backward(loss, grad_scale, [this](const Node& n) { exchange_.param_final(n); });
-        } else {
-          tape.backward(loss, grad_scale);
-        }
-        stream_loss += tape.value(loss)[0];
-      }
-      loss_sum += stream_loss;
-      if (k == 1) break;
-      if (j == 0) stream_grads_ = g;
-      else if (j < k - 1)
-        for (size_t i = 0; i < g.size(); i++) stream_grads_[i] += g[i];
-    }
-    if (k > 1 && !comm_.distributed()) add_streams(0, static_cast<int64_t>(g.size()));
-    if (step_ == kill_step) raise(SIGKILL);
-    if (step_ == hang_step)
-      while (true) pause();
-    Status cs = exchange_gradients(&loss_sum);
-    if (!cs.ok()) return cs;  // the caller ends the job: another rank may be gone
-    loss_val_ = loss_sum / (accum_now_ * R);
-    if (!std::isfinite(loss_val_) || loss_val_ > explode) {
-      comm_.mark_agreed();  // the summed loss: every rank sees it
-      return Status::error("training diverged at step " + std::to_string(step_) + ": loss " +
-                           std::to_string(loss_val_) + " (lower the learning rates, e.g. --set optim.matrix_lr=0.01)");
-    }
-    const Recipe& rc = recipe_;
-    double lr_mult = lr_multiplier(progress, rc.warmup, rc.warmdown, rc.final_lr_frac) *
-                     std::sqrt(static_cast<double>(accum_now_) / accum_);
-    double momentum = muon_momentum(rc.momentum, step_, rc.momentum_warmup_steps, progress, rc.warmdown);
-    optim_->step(static_cast<float>(lr_mult), static_cast<float>(momentum), static_cast<float>(progress),
-                 static_cast<float>(weight_decay_multiplier(rc.decay, progress)));
-    if (sharded_)
-      FRONTIER_RETURN_IF_ERROR(comm_.allgather(gpt_->weights().data(), plan_.counts(), "the weight all-gather"));
-    if (!ema_.empty()) {  // every rank holds the whole average (the weights are whole after the all-gather)
-      const float d = static_cast<float>(ema_decay_at(rc.ema_decay, optim_->steps()));
-      const float* w = gpt_->weights().data();
-      float* e = ema_.data();
-      const int64_t n = static_cast<int64_t>(ema_.size());
-#pragma omp parallel for schedule(static) if (n > 65536)
-      for (int64_t i = 0; i < n; i++) e[i] = d * e[i] + (1.f - d) * w[i];
-    }
-    double dt = since(t0);
-    if (step_ >= excluded) training_time_ += dt;
-    all_steps_time_ += dt;
-    steps_here_++;
-    tokens_ += total_ / accum_ * accum_now_;
-    step_++;
-    smooth_ = step_ == 1 ? loss_val_ : 0.9 * smooth_ + 0.1 * loss_val_;
-    // Rank 0 decides for the job (its clock is the budget's): stop, checkpoint now; any rank's signal stops all.
+    StepDone done;
+    FRONTIER_RETURN_IF_ERROR(train_step(loop, &done));
     int64_t decide[3] = {0, 0, StopSignals::received()};  // stop, checkpoint, signal
-    if (root()) {
-      const bool by_budget = set_.budget_mode == BudgetMode::kWall;  // probe: the step count alone
-      decide[0] = (by_budget && step_ > excluded && training_time_ >= budget_) ||
-                  (max_steps > 0 && step_ >= max_steps);
-      decide[1] = (ckpt_steps > 0 && step_ % ckpt_steps == 0) || (ckpt_secs > 0 && since(last_ckpt) >= ckpt_secs);
-    }
-    FRONTIER_RETURN_IF_ERROR(comm_.allreduce_max(decide, 3, "the stop decision"));
-    double tps = static_cast<double>(total_ / accum_ * accum_now_) / dt, mfu = 100.0 * tps * flops_per_token_ / (peak_ * 1e9);
-    if (root()) {
-      nlohmann::json rec = {{"step", step_}, {"loss", loss_val_}, {"lr_mult", lr_mult}, {"momentum", momentum},
-                            {"tokens_per_sec", tps}, {"mfu", mfu}, {"step_seconds", dt},
-                            {"training_seconds", training_time_}, {"progress", progress}};
-      if (accum_now_ != accum_) rec["batch_tokens"] = total_ / accum_ * accum_now_;
-      if (recipe_.seq_warmup > 0) rec["seq_len"] = T_now;
-      if (recipe_.window_warmup > 0) rec["window"] = sched.short_window;
-      if (shape_.arch.untie_at > 0) rec["head"] = untied_ ? "lm_head" : "wte";
-      if (comm_.distributed()) {
-        rec["comm_seconds"] = comm_.stats().seconds;  // since the start: inside MPI calls, waiting included
-        rec["overlap"] = overlap_;
-        rec["comm_dtype"] = comm_dtype_name(comm_dtype_);
-      }
-      std::string line = rec.dump() + "\n";
-      if (std::fputs(line.c_str(), log) < 0 || std::fflush(log) != 0)
-        note_not_saved("log.jsonl", Status::error(std::string(std::strerror(errno)) + "; the log is incomplete"));
-      bool tty = isatty(2);
-      if (tty || since(last_print) > 5.0) {
-        last_print = Clock::now();
-        // Progress and time left: by steps when train.max_steps ends the run first (always in probe mode, where the
-        // step count, not the clock, ends it), else by the budget.
-        const double step_frac = max_steps > 0 ? static_cast<double>(step_) / max_steps : 0.0;
-        const double time_frac = std::min(training_time_ / budget_, 1.0);
-        const bool by_steps = max_steps > 0 && (probe_mode || step_frac >= time_frac);
-        const double left = by_steps ? (max_steps - step_) * (training_time_ / std::max<int64_t>(1, step_))
-                                     : std::max(0.0, budget_ - training_time_);
-        std::fprintf(stderr,
-                     "%sstep %5lld | %5.1f%% | loss %.4f | lr x%.3f | %7.0f tok/s | mfu %5.2f%% | %5.1fs left %s",
-                     tty ? "\r" : "", static_cast<long long>(step_), 100.0 * (by_steps ? step_frac : time_frac),
-                     smooth_, lr_mult, tps, mfu, left, tty ? "" : "\n");
-      }
-    }
+    FRONTIER_RETURN_IF_ERROR(decide_after_step(loop, decide));
+    if (root()) log_step(loop, done);
     if (decide[0]) break;
     if (decide[2]) {
       stop_signal_ = static_cast<int>(decide[2]);
@@ -944,13 +819,229 @@ Status TrainRun::run_steps() {
       Status ws;
       FRONTIER_RETURN_IF_ERROR(checkpoint(false, &ws));
       if (!ws.ok()) note_not_saved("periodic checkpoint", ws);
-      last_ckpt = Clock::now();
-      if (step_ == fault_step) std::_Exit(75);
+      loop.last_ckpt = Clock::now();
+      if (step_ == loop.fault_step) std::_Exit(75);
     }
   }
   if (isatty(2) && root()) std::fprintf(stderr, "\n");
   gpt_->set_schedule({});  // the model as configured: the final window, the head of the last step
   return ok_status();
+}
+
+// The loop's settings, the micro-batch buffers, rank 0's log (opened for appending) and the test faults.
+Status TrainRun::start_steps(StepLoop* loop) {
+  loop->excluded = set_.warmup_steps_excluded;
+  loop->max_steps = set_.max_steps;
+  loop->probe_mode = set_.budget_mode == BudgetMode::kProbe;
+  loop->ckpt_secs = set_.checkpoint_every_seconds;
+  loop->ckpt_steps = set_.checkpoint_every_steps;
+  loop->R = comm_.size();
+  loop->x.resize(int64_t(B_) * T_);
+  loop->y.resize(int64_t(B_) * T_);
+  if (root()) {
+    FRONTIER_RETURN_IF_ERROR(write_file_atomic(log_path_, kept_log_));
+    loop->log = std::fopen(log_path_.c_str(), "ab");
+    if (!loop->log) return Status::error("cannot append to " + log_path_);
+  }
+  loop->explode = 3.0 * std::log(static_cast<double>(shape_.vocab_size)) + 5.0;
+  loop->last_ckpt = Clock::now();
+  // Tests: die like a killed run (after the periodic checkpoint of that step), or, on one rank
+  // (FRONTIER_FAULT_RANK), hang or be killed at a step.
+  auto env_step = [](const char* name) -> int64_t {
+    const char* v = std::getenv(name);
+    return v ? std::atoll(v) : -1;
+  };
+  loop->fault_step = env_step("FRONTIER_FAULT_EXIT_AFTER_STEP");
+  const bool fault_rank = env_step("FRONTIER_FAULT_RANK") < 0 || env_step("FRONTIER_FAULT_RANK") == comm_.rank();
+  loop->hang_step = fault_rank ? env_step("FRONTIER_FAULT_HANG_AT_STEP") : -1;
+  loop->kill_step = fault_rank ? env_step("FRONTIER_FAULT_KILL_AT_STEP") : -1;
+  loop->last_print = Clock::now() - std::chrono::seconds(10);
+  return ok_status();
+}
+
+// One optimizer step, timed: the schedule at this progress, the micro-steps, the gradient exchange, the loss
+// check, the update, and the step's accounting.
+Status TrainRun::train_step(StepLoop& loop, StepDone* done) {
+  if (loop.alternate == "overlap") overlap_ = step_ % 2 == 1;
+  if (loop.alternate == "bf16") comm_dtype_ = step_ % 2 == 1 ? CommDtype::kBf16 : CommDtype::kFp32;
+  if (loop.alternate == "bf16") exchange_.set_dtype(comm_dtype_);
+  auto t0 = Clock::now();
+  done->progress =
+      loop.max_steps > 0 ? static_cast<double>(step_) / loop.max_steps : std::min(training_time_ / budget_, 1.0);
+  double loss_sum = 0;
+  schedule_step(done);
+  forward_backward(loop, *done, &loss_sum);
+  if (step_ == loop.kill_step) raise(SIGKILL);
+  if (step_ == loop.hang_step)
+    while (true) pause();
+  Status cs = exchange_gradients(&loss_sum);
+  if (!cs.ok()) return cs;  // the caller ends the job: another rank may be gone
+  loss_val_ = loss_sum / (accum_now_ * loop.R);
+  if (!std::isfinite(loss_val_) || loss_val_ > loop.explode) {
+    comm_.mark_agreed();  // the summed loss: every rank sees it
+    return Status::error("training diverged at step " + std::to_string(step_) + ": loss " +
+                         std::to_string(loss_val_) + " (lower the learning rates, e.g. --set optim.matrix_lr=0.01)");
+  }
+  FRONTIER_RETURN_IF_ERROR(update_weights(done));
+  done->dt = since(t0);
+  if (step_ >= loop.excluded) training_time_ += done->dt;
+  all_steps_time_ += done->dt;
+  steps_here_++;
+  tokens_ += total_ / accum_ * accum_now_;
+  step_++;
+  smooth_ = step_ == 1 ? loss_val_ : 0.9 * smooth_ + 0.1 * loss_val_;
+  return ok_status();
+}
+
+// The recipe's schedules at this step's progress: the micro-batches, the rows' length, the untie, the window.
+void TrainRun::schedule_step(StepDone* done) {
+  const double progress = done->progress;
+  const int64_t k = static_cast<int64_t>(loaders_.size());
+  // train.batch_warmup_ratio: fewer micro-batches early on (every stream reads as many), the LR scaled by
+  // sqrt of the batch's share.
+  accum_now_ = accum_at(progress, accum_, k, recipe_.batch_warmup, recipe_.batch_start);
+  // train.seq_warmup_ratio: shorter rows, more of them (B x T tokens either way); train.window_warmup_ratio: the
+  // S layers' window; model.untie_at: the head reads wte until the first step at or past it (copy_head_from_wte).
+  done->T_now = seq_len_at(progress, T_, recipe_.seq_warmup, recipe_.seq_len_start);
+  done->B_now = B_ * (T_ / done->T_now);
+  if (recipe_.seq_warmup > 0)
+    for (auto& l : loaders_) l.set_rows(done->B_now, done->T_now);
+  if (shape_.arch.untie_at > 0 && !untied_ && progress >= shape_.arch.untie_at) {
+    copy_head_from_wte();
+    untied_ = true;
+  }
+  Gpt::Schedule& sched = done->sched;
+  if (recipe_.window_warmup > 0)
+    sched.short_window = window_at(progress, shape_.arch.short_window, recipe_.window_warmup, recipe_.window_start);
+  sched.head_from_wte = shape_.arch.untie_at > 0 && !untied_;
+  gpt_->set_schedule(sched);
+}
+
+// The last stream's gradient plus the others' sum, over [lo, hi) (a bucket's range just before it is sent).
+void TrainRun::add_stream_grads(int64_t lo, int64_t hi) {
+  std::vector<float>& g = gpt_->grads();
+  for (int64_t i = lo; i < hi; i++) g[i] = stream_grads_[i] + g[i];
+}
+
+// The micro-steps, stream by stream: each stream's gradient is summed on its own and the streams' sums are
+// added in stream order, as ranks each sum theirs before MPI adds them. One process reading 2 streams thus
+// computes the very floats that 2 ranks do (with more, MPI's reduction order may differ in the last bits).
+void TrainRun::forward_backward(StepLoop& loop, const StepDone& done, double* loss_sum) {
+  const int64_t k = static_cast<int64_t>(loaders_.size());
+  // The mean over every rank's micro-batches.
+  const float grad_scale = 1.0f / static_cast<float>(accum_now_ * loop.R);
+  std::vector<float>& g = gpt_->grads();
+  if (comm_.distributed())
+    exchange_.begin_step(k > 1 ? std::function<void(int64_t, int64_t)>(
+                                     [this](int64_t lo, int64_t hi) { add_stream_grads(lo, hi); })
+                               : nullptr);
+  for (int64_t j = 0; j < k; j++) {
+    gpt_->zero_grad();
+    double stream_loss = 0;
+    for (int64_t a = j; a < accum_now_; a += k) {
+      loaders_[j].next(loop.x.data(), loop.y.data());
+      if (!repeat_warned_ && loaders_[j].epoch() > 0 && loaders_[j].epochs_read() > 1) {
+        repeat_warned_ = true;
+        if (comm_.root())
+          std::fprintf(stderr, "warning: step %lld: the training data is used up; from here documents repeat (the "
+                       "loader keeps only the first %lld tokens of a document it crops: `frontier prepare "
+                       "--max-doc-bytes` splits long ones; or prepare more text, or lower the budget)\n",
+                       static_cast<long long>(step_ + 1), static_cast<long long>(T_ + 1));
+      }
+      Tape tape;
+      tape.set_precision(prec_);
+      gpt_->mtp_weights() = mtp_weights_at(done.progress);
+      gpt_->set_loss_seed(grad_scale);
+      Var loss = gpt_->forward(tape, loop.x.data(), loop.y.data(), done.B_now, done.T_now);
+      if (overlap_ && j == k - 1 && a + k >= accum_now_) {  // the step's last backward: buckets go as they are final
+        exchange_.plan_buckets(tape, loop.bucket_bytes);
+        tape.backward(loss, grad_scale, [this](const Node& n) { exchange_.param_final(n); });
+      } else {
+        tape.backward(loss, grad_scale);
+      }
+      stream_loss += tape.value(loss)[0];
+    }
+    *loss_sum += stream_loss;
+    if (k == 1) break;
+    if (j == 0) stream_grads_ = g;
+    else if (j < k - 1)
+      for (size_t i = 0; i < g.size(); i++) stream_grads_[i] += g[i];
+  }
+  if (k > 1 && !comm_.distributed()) add_stream_grads(0, static_cast<int64_t>(g.size()));
+}
+
+// The update from the summed gradients at this step's LR, momentum and weight decay; under sharding, the weights
+// made whole again; train.ema_decay: the weights' average.
+Status TrainRun::update_weights(StepDone* done) {
+  const double progress = done->progress;
+  const Recipe& rc = recipe_;
+  done->lr_mult = lr_multiplier(progress, rc.warmup, rc.warmdown, rc.final_lr_frac) *
+                  std::sqrt(static_cast<double>(accum_now_) / accum_);
+  done->momentum = muon_momentum(rc.momentum, step_, rc.momentum_warmup_steps, progress, rc.warmdown);
+  optim_->step(static_cast<float>(done->lr_mult), static_cast<float>(done->momentum),
+               static_cast<float>(progress), static_cast<float>(weight_decay_multiplier(rc.decay, progress)));
+  if (sharded_)
+    FRONTIER_RETURN_IF_ERROR(comm_.allgather(gpt_->weights().data(), plan_.counts(), "the weight all-gather"));
+  if (!ema_.empty()) {  // every rank holds the whole average (the weights are whole after the all-gather)
+    const float d = static_cast<float>(ema_decay_at(rc.ema_decay, optim_->steps()));
+    const float* w = gpt_->weights().data();
+    float* e = ema_.data();
+    const int64_t n = static_cast<int64_t>(ema_.size());
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; i++) e[i] = d * e[i] + (1.f - d) * w[i];
+  }
+  return ok_status();
+}
+
+// Rank 0 decides for the job (its clock is the budget's): stop, checkpoint now; any rank's signal stops all.
+// decide: {stop, checkpoint, signal}, the signal already this rank's; on return, the job's.
+Status TrainRun::decide_after_step(const StepLoop& loop, int64_t decide[3]) {
+  if (root()) {
+    const bool by_budget = set_.budget_mode == BudgetMode::kWall;  // probe: the step count alone
+    decide[0] = (by_budget && step_ > loop.excluded && training_time_ >= budget_) ||
+                (loop.max_steps > 0 && step_ >= loop.max_steps);
+    decide[1] = (loop.ckpt_steps > 0 && step_ % loop.ckpt_steps == 0) ||
+                (loop.ckpt_secs > 0 && since(loop.last_ckpt) >= loop.ckpt_secs);
+  }
+  return comm_.allreduce_max(decide, 3, "the stop decision");
+}
+
+// Rank 0: the step's line in log.jsonl, and the progress line on stderr (every step on a terminal, else every 5 s).
+void TrainRun::log_step(StepLoop& loop, const StepDone& done) {
+  const double dt = done.dt;
+  double tps = static_cast<double>(total_ / accum_ * accum_now_) / dt;
+  double mfu = 100.0 * tps * flops_per_token_ / (peak_ * 1e9);
+  nlohmann::json rec = {{"step", step_}, {"loss", loss_val_}, {"lr_mult", done.lr_mult},
+                        {"momentum", done.momentum}, {"tokens_per_sec", tps}, {"mfu", mfu}, {"step_seconds", dt},
+                        {"training_seconds", training_time_}, {"progress", done.progress}};
+  if (accum_now_ != accum_) rec["batch_tokens"] = total_ / accum_ * accum_now_;
+  if (recipe_.seq_warmup > 0) rec["seq_len"] = done.T_now;
+  if (recipe_.window_warmup > 0) rec["window"] = done.sched.short_window;
+  if (shape_.arch.untie_at > 0) rec["head"] = untied_ ? "lm_head" : "wte";
+  if (comm_.distributed()) {
+    rec["comm_seconds"] = comm_.stats().seconds;  // since the start: inside MPI calls, waiting included
+    rec["overlap"] = overlap_;
+    rec["comm_dtype"] = comm_dtype_name(comm_dtype_);
+  }
+  std::string line = rec.dump() + "\n";
+  if (std::fputs(line.c_str(), loop.log) < 0 || std::fflush(loop.log) != 0)
+    note_not_saved("log.jsonl", Status::error(std::string(std::strerror(errno)) + "; the log is incomplete"));
+  bool tty = isatty(2);
+  if (tty || since(loop.last_print) > 5.0) {
+    loop.last_print = Clock::now();
+    // Progress and time left: by steps when train.max_steps ends the run first (always in probe mode, where the
+    // step count, not the clock, ends it), else by the budget.
+    const int64_t max_steps = loop.max_steps;
+    const double step_frac = max_steps > 0 ? static_cast<double>(step_) / max_steps : 0.0;
+    const double time_frac = std::min(training_time_ / budget_, 1.0);
+    const bool by_steps = max_steps > 0 && (loop.probe_mode || step_frac >= time_frac);
+    const double left = by_steps ? (max_steps - step_) * (training_time_ / std::max<int64_t>(1, step_))
+                                 : std::max(0.0, budget_ - training_time_);
+    std::fprintf(stderr,
+                 "%sstep %5lld | %5.1f%% | loss %.4f | lr x%.3f | %7.0f tok/s | mfu %5.2f%% | %5.1fs left %s",
+                 tty ? "\r" : "", static_cast<long long>(step_), 100.0 * (by_steps ? step_frac : time_frac),
+                 smooth_, done.lr_mult, tps, mfu, left, tty ? "" : "\n");
+  }
 }
 
 Status TrainRun::save() {
