@@ -28,7 +28,9 @@ VARIANTS=(
   # backout and the gate: probed on 2026-12-06 with the rest, run in the next session (2026-12-06, later).
   "backout|configs/baseline.toml|model.backout=true"
   "ve_gate_12x3|configs/baseline.toml|model.ve_gate_channels=12 model.ve_gate_scale=3 model.ve_gate_init=0.02"
-  # value_embeds=all and geglu were not run.
+  # value_embeds=all and geglu: probed and run at the end of the same later session, on an idle machine.
+  "value_embeds_all|configs/baseline.toml|model.value_embeds=all"
+  "geglu|configs/baseline.toml|model.mlp=geglu model.mlp_ratio=2.6667"
   "leaky_relu2|configs/baseline.toml|model.mlp=leaky_relu2"
   "swiglu|configs/baseline.toml|model.mlp=swiglu model.mlp_ratio=2.6667"
   "tied|configs/baseline.toml|model.tie_embeddings=true"

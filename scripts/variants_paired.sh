@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 BUDGET="${1:-300}"
 OUT="docs/variants/${BUDGET}s"
 RUNS="runs/variants-$BUDGET"
-NAMES="nanochat windows_SSSL qk_scale_1.2 rope_half rope_half_key_offset smear backout ve_gate_12x3 leaky_relu2
-  swiglu tied ngram_2_3 mtp_2 moe_8_top2"
+NAMES="nanochat windows_SSSL qk_scale_1.2 rope_half rope_half_key_offset smear backout ve_gate_12x3 value_embeds_all
+  geglu leaky_relu2 swiglu tied ngram_2_3 mtp_2 moe_8_top2"
 F="${FRONTIER_BIN:-build/frontier}"
 for name in $NAMES; do
   [ -s "$OUT/$name.paired" ] && continue
