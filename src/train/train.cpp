@@ -354,7 +354,7 @@ Status TrainRun::setup() {
               gpt_->n_params() / 1e6, n_matrix / 1e6, n_emb / 1e6, n_head / 1e6, static_cast<long long>(n_scalar));
   std::printf("%s\n", kernels_banner().c_str());
   std::string why;
-  if (!auto_why_.empty()) fastest_precision(&why);
+  if (!auto_why_.empty() && root()) fastest_precision(&why);  // rank 0 decided auto and prints; others would time again
   std::printf("precision: %s (train.precision = %s%s)\n", precision_name(prec_),
               auto_why_.empty() ? set_.precision.c_str() : "auto", why.empty() ? "" : (": " + why).c_str());
   if (comm_.distributed())
