@@ -1,5 +1,6 @@
 // `frontier calibrate` and train's use of its file.
 #include <cstring>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "data/dataset.h"
@@ -64,5 +65,50 @@ TEST(Calibrate, SavesCeilingsAndTrainReadsThem) {
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_NE(r.out.find("(2 threads, measured now"), std::string::npos) << r.out;
   }
+  std::filesystem::remove_all(cache);
+}
+
+// train.precision = auto without a calibration file: the two units are measured once per machine and recorded
+// (auto_precision.json); the next run reads the record instead of timing again, so every run of a session resolves
+// alike. A doctored record (bf16 100x the fp32 unit) decides the next run, which shows it is read, not re-measured.
+TEST(Calibrate, AutoPrecisionIsMeasuredOncePerMachine) {
+  std::string cache = make_temp_dir("auto_prec");
+  auto run = [&](const std::string& name) {
+    return run_cmd("FRONTIER_CACHE=" + cache + " " +
+                   train_cmd("--budget 1000 --set train.max_steps=1 --set train.threads=1 --set train.precision=auto "
+                             "--set train.run_dir=" + cache + "/" + name));
+  };
+  auto r = run("first");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string path = cache + "/auto_precision.json";
+  if (active_isa() != Isa::kAvx512Bf16) {  // nothing to decide: fp32, nothing measured or recorded
+    EXPECT_NE(r.out.find("no AVX512_BF16 tier"), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(path));
+    std::filesystem::remove_all(cache);
+    return;
+  }
+  EXPECT_NE(r.out.find("measured now on 1 thread, best of 3 each, recorded in " + path), std::string::npos) << r.out;
+  std::string text;
+  ASSERT_TRUE(read_file(path, &text).ok());
+  auto j = nlohmann::json::parse(text);
+  EXPECT_GT(j["bf16_gflops_1t"].get<double>(), 0.0);
+  EXPECT_GT(j["fp32_gflops_1t"].get<double>(), 0.0);
+  for (const auto& [bf, fp, want] : {std::tuple{1000.0, 10.0, "precision: bf16"}, {10.0, 1000.0, "precision: fp32"}}) {
+    j["bf16_gflops_1t"] = bf;
+    j["fp32_gflops_1t"] = fp;
+    write_text(path, j.dump());
+    r = run(std::string("doctored_") + (want + 11));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("measured on 1 thread before, recorded in " + path), std::string::npos) << r.out;
+  }
+  // A record from another machine (or a sanitized build) is not this one's: measured again and replaced.
+  j["machine"] = "another cpu";
+  write_text(path, j.dump());
+  r = run("other_machine");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("measured now on 1 thread"), std::string::npos) << r.out;
+  ASSERT_TRUE(read_file(path, &text).ok());
+  EXPECT_NE(nlohmann::json::parse(text)["machine"], "another cpu");
   std::filesystem::remove_all(cache);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -73,16 +74,50 @@ double measure_peak_gflops(PeakUnit u, int threads) {
   return best;
 }
 
+namespace {
+
+// The machine a recorded auto pick belongs to: the CPU's name and features, and whether this build is sanitized
+// (a sanitizer build's loops measure within 25% of each other, so its pick must not stand for a normal build's).
+std::string auto_pick_machine() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  const char* build = "sanitized";
+#else
+  const char* build = "optimized";
+#endif
+  return cpu_features().cpu_name + " | " + cpu_feature_list() + " | " + build;
+}
+
+// The two 1-thread peaks auto measured before on this machine ($FRONTIER_CACHE/auto_precision.json), or false.
+bool load_auto_pick(const std::string& path, double* bf, double* fp) {
+  std::string text;
+  if (!read_file(path, &text).ok()) return false;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("machine", std::string()) != auto_pick_machine()) return false;
+  auto b = j.find("bf16_gflops_1t"), f = j.find("fp32_gflops_1t");
+  if (b == j.end() || f == j.end() || !b->is_number() || !f->is_number()) return false;
+  *bf = b->get<double>(), *fp = f->get<double>();
+  return *bf > 0 && *fp > 0;
+}
+
+}  // namespace
+
+std::string auto_precision_path() { return frontier_cache_dir() + "/auto_precision.json"; }
+
 Precision fastest_precision(std::string* why) {
   static const std::pair<Precision, std::string> pick = [] {
     if (!peak_unit_supported(PeakUnit::kBf16Dot) || active_isa() != Isa::kAvx512Bf16)
       return std::make_pair(Precision::kFp32, std::string("fp32: no AVX512_BF16 tier"));
     Calibration c;
     double bf = 0, fp = 0;
-    std::string src = "measured now on 1 thread";
+    std::string src;
+    const std::string recorded = auto_precision_path();
     if (load_calibration(calibration_path(), omp_get_max_threads(), &c)) {
       bf = c.peak(PeakUnit::kBf16Dot), fp = c.peak(PeakUnit::kAvx512Fma);
       src = "calibration file";
+    } else if (load_auto_pick(recorded, &bf, &fp)) {
+      // Measured once per machine and kept: every run of a session resolves auto alike (measured at each start, two
+      // runs of one `frontier advise` on a loaded machine resolved differently and keyed their step times apart).
+      src = "measured on 1 thread before, recorded in " + recorded;
     } else {
       // Interleaved, the best of three each: other work only slows a loop, so the best is the unit's speed, and
       // alternating the units means a burst of load cannot fall on one alone (measured once each, back to back,
@@ -91,14 +126,18 @@ Precision fastest_precision(std::string* why) {
         bf = std::max(bf, measure_peak_gflops(PeakUnit::kBf16Dot, 1));
         fp = std::max(fp, measure_peak_gflops(PeakUnit::kAvx512Fma, 1));
       }
-      src = "measured now on 1 thread, best of 3 each";
+      nlohmann::json j = {{"machine", auto_pick_machine()}, {"bf16_gflops_1t", bf}, {"fp32_gflops_1t", fp}};
+      std::error_code ec;
+      std::filesystem::create_directories(frontier_cache_dir(), ec);
+      const bool saved = write_file_atomic(recorded, j.dump(1) + "\n").ok();  // unwritable cache: measured again
+      src = "measured now on 1 thread, best of 3 each" + std::string(saved ? ", recorded in " + recorded : "");
     }
-    char buf[200];
+    char buf[400];
     std::snprintf(buf, sizeof(buf), "bf16 dot %.0f vs fp32 fma %.0f GFLOP/s, %s", bf, fp, src.c_str());
     // fp32 only when clearly faster: the units differ by about 2x either way on the CPUs seen (Zen 4: bf16 twice
     // the FMA; this Xeon: half). A sanitizer build's loops measure within 25% of each other: bf16, as before this
     // check existed. The run records what auto resolved to (train.precision in its config.toml), so a resume does
-    // not measure again.
+    // not measure again; `frontier calibrate` (whose file comes first) measures both units anew.
     return std::make_pair(bf >= 0.75 * fp ? Precision::kBf16 : Precision::kFp32, std::string(buf));
   }();
   if (why) *why = pick.second;

