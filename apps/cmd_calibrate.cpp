@@ -21,7 +21,7 @@ int run_calibrate(const CalibrateArgs& a) {
   Calibration c = calibrate(n);
   std::printf("%s\n", kernels_banner().c_str());
   std::printf("cpu features: %s\n", cpu_feature_list().c_str());
-  for (PeakUnit u : {PeakUnit::kAvx2Fma, PeakUnit::kAvx512Fma, PeakUnit::kBf16Dot}) {
+  for (PeakUnit u : {PeakUnit::kAvx2Fma, PeakUnit::kAvx512Fma, PeakUnit::kBf16Dot, PeakUnit::kAmxBf16}) {
     if (!peak_unit_supported(u)) {
       std::printf("%-20s not on this CPU\n", peak_unit_name(u));
       continue;

@@ -32,6 +32,9 @@ TEST(Bench, TrainRowsTorchComparisonAndJson) {
   EXPECT_GE(row["fwd_bwd_mfu_pct"].get<double>(), row["mfu_pct"].get<double>());
   EXPECT_GT(row["optimizer_seconds"].get<double>(), 0);
   EXPECT_LT(row["optimizer_seconds"].get<double>(), row["step_seconds"].get<double>());
+  // HFU counts the optimizer's FLOPs too: above the forward+backward-only rate scaled to the whole step.
+  EXPECT_GT(row["hfu_pct"].get<double>(), 0.0);
+  EXPECT_GT(row["optimizer_pct_peak"].get<double>(), 0.0);
   EXPECT_GT(row["thread_speedup"].get<double>(), 0);  // 1-thread run of the first config
   ASSERT_TRUE(row.contains("torch")) << r.out;
   EXPECT_GT(row["torch"]["stock"].get<double>(), 0);
@@ -41,6 +44,8 @@ TEST(Bench, TrainRowsTorchComparisonAndJson) {
   EXPECT_NE(r.out.find("ours/best"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tier "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("targets (issue 12"), std::string::npos) << r.out;  // met / SHORT per target
+  EXPECT_NE(r.out.find("targets (issue 30"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fp32 forward+backward MFU"), std::string::npos) << r.out;
   if (isa_supported(Isa::kAvx512Bf16))
     EXPECT_NE(r.out.find("bf16 training, ours / best PyTorch"), std::string::npos) << r.out;
 

@@ -34,10 +34,12 @@ TEST(Calibrate, SavesCeilingsAndTrainReadsThem) {
   // Every unit the CPU has is measured; the others are 0.
   EXPECT_EQ(j["avx512_gflops"].get<double>() > 0, isa_supported(Isa::kAvx512));
   EXPECT_EQ(j["bf16_gflops"].get<double>() > 0, isa_supported(Isa::kAvx512Bf16));
+  EXPECT_EQ(j["amx_gflops"].get<double>() > 0, isa_supported(Isa::kAmx));
   // Recognisable values: train must take the peak of the unit its precision runs on.
   j["fma_gflops"] = 1234.5;
   if (isa_supported(Isa::kAvx512)) j["avx512_gflops"] = 2345.5;
   if (isa_supported(Isa::kAvx512Bf16)) j["bf16_gflops"] = 3456.5;
+  if (isa_supported(Isa::kAmx)) j["amx_gflops"] = 4567.5;
   write_text(cache + "/calibration.json", j.dump());
   for (const char* prec : {"fp32", "auto"}) {
     r = run_cmd("FRONTIER_CACHE=" + cache + " " +
@@ -46,10 +48,13 @@ TEST(Calibrate, SavesCeilingsAndTrainReadsThem) {
                           "/calib_run_" + prec));
     ASSERT_EQ(r.rc, 0) << r.out;
     // auto: bf16 where the tier has it and the (doctored) file says its unit is the faster, as it does here.
-    const Precision p = std::string(prec) == "auto" && active_isa() == Isa::kAvx512Bf16 ? Precision::kBf16
+    const Precision p = std::string(prec) == "auto" && active_isa() >= Isa::kAvx512Bf16 ? Precision::kBf16
                                                                                        : Precision::kFp32;
     const PeakUnit unit = peak_unit_for(p, active_isa());
-    const double want = unit == PeakUnit::kAvx2Fma ? 1234.5 : unit == PeakUnit::kAvx512Fma ? 2345.5 : 3456.5;
+    const double want = unit == PeakUnit::kAvx2Fma     ? 1234.5
+                        : unit == PeakUnit::kAvx512Fma ? 2345.5
+                        : unit == PeakUnit::kBf16Dot   ? 3456.5
+                                                       : 4567.5;
     char line[160];
     std::snprintf(line, sizeof(line), "%s peak %.1f GFLOP/s (2 threads, calibration file)", peak_unit_name(unit), want);
     EXPECT_NE(r.out.find(line), std::string::npos) << "want '" << line << "' in\n" << r.out;
@@ -58,6 +63,7 @@ TEST(Calibrate, SavesCeilingsAndTrainReadsThem) {
   if (isa_supported(Isa::kAvx512)) {
     j.erase("avx512_gflops");
     j.erase("bf16_gflops");
+    j.erase("amx_gflops");
     write_text(cache + "/calibration.json", j.dump());
     r = run_cmd("FRONTIER_CACHE=" + cache + " " +
                 train_cmd("--budget 1000 --set train.max_steps=1 --set train.threads=2 --set train.peak_gflops=0 "
@@ -81,7 +87,7 @@ TEST(Calibrate, AutoPrecisionIsMeasuredOncePerMachine) {
   auto r = run("first");
   ASSERT_EQ(r.rc, 0) << r.out;
   const std::string path = cache + "/auto_precision.json";
-  if (active_isa() != Isa::kAvx512Bf16) {  // nothing to decide: fp32, nothing measured or recorded
+  if (active_isa() < Isa::kAvx512Bf16) {  // nothing to decide: fp32, nothing measured or recorded
     EXPECT_NE(r.out.find("no AVX512_BF16 tier"), std::string::npos) << r.out;
     EXPECT_FALSE(std::filesystem::exists(path));
     std::filesystem::remove_all(cache);

@@ -29,6 +29,7 @@ std::vector<std::pair<Isa, const GemmKernel*>> kernels_here() {
   if (isa_supported(Isa::kAvx2)) ks.push_back({Isa::kAvx2, &gemm_kernel_avx2_fp32()});
   if (isa_supported(Isa::kAvx512)) ks.push_back({Isa::kAvx512, &gemm_kernel_avx512_fp32()});
   if (isa_supported(Isa::kAvx512Bf16)) ks.push_back({Isa::kAvx512Bf16, &gemm_kernel_avx512bf16_bf16()});
+  if (isa_supported(Isa::kAmx)) ks.push_back({Isa::kAmx, &gemm_kernel_amx_bf16()});
   return ks;
 }
 
@@ -42,7 +43,14 @@ struct Aligned {
 };
 
 // Packs a (kc, MR) k-major matrix into the kernel's panel layout (gemm.h), rounding to bf16 for bf16 kernels.
-void pack_panel(const GemmKernel& k, const std::vector<float>& x, int64_t kc, int R, void* out) {
+// A kernel with its own layout (k_align: AMX's row-major A panels) packs with its own packers: x is then op(A)^T
+// stored (K, M), and op(B) stored (K, N).
+void pack_panel(const GemmKernel& k, const std::vector<float>& x, int64_t kc, int R, void* out, bool is_a) {
+  if (k.k_align) {
+    if (is_a) k.pack_a(R, true, x.data(), R, 0, R, 0, kc, out);
+    else k.pack_b(R, false, x.data(), R, 0, R, 0, kc, out);
+    return;
+  }
   const int kp = k.kp();
   const int64_t kcp = (kc + kp - 1) / kp * kp;
   for (int64_t kk = 0; kk < kcp; kk++)
@@ -58,15 +66,16 @@ void check_ukernel(const GemmKernel& bs) {
   const int MR = bs.MR, NR = bs.NR;
   for (int64_t kc : {1, 3, 64, 255, 256}) {
     auto a = rand_vec(kc * MR, 1), b = rand_vec(kc * NR, 2);
-    Aligned pa((kc + 1) * MR * 4), pb((kc + 1) * NR * 4);
-    pack_panel(bs, a, kc, MR, pa.p);
-    pack_panel(bs, b, kc, NR, pb.p);
+    Aligned pa((kc + 32) * MR * 4), pb((kc + 32) * NR * 4);
+    pack_panel(bs, a, kc, MR, pa.p, true);
+    pack_panel(bs, b, kc, NR, pb.p, false);
     const int64_t ldc = NR + 3;
-    for (float beta : {0.f, 1.f, -0.5f}) {
+    // alpha 1 with beta 0 or 1: the AMX kernel's direct path (C is the accumulator)
+    for (auto [alpha, beta] : {std::pair{0.75f, 0.f}, {0.75f, 1.f}, {0.75f, -0.5f}, {1.f, 0.f}, {1.f, 1.f}}) {
       auto c0 = rand_vec(MR * ldc, 3);
       auto c = c0;
       if (beta == 0.f) std::fill(c.begin(), c.end(), NAN);  // beta == 0 must not read C
-      bs.ukernel(kc, pa.p, pb.p, c.data(), ldc, 0.75f, beta);
+      bs.ukernel(kc, pa.p, pb.p, c.data(), ldc, alpha, beta);
       for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++) {
           double ref = 0, mag = 0;
@@ -75,7 +84,7 @@ void check_ukernel(const GemmKernel& bs) {
             ref += p;
             mag += std::fabs(p);
           }
-          ref = 0.75 * ref + (beta == 0.f ? 0.0 : beta * double(c0[i * ldc + j]));
+          ref = alpha * ref + (beta == 0.f ? 0.0 : beta * double(c0[i * ldc + j]));
           double tol = 4.0 * kc * 0x1p-24 * (mag + std::fabs(c0[i * ldc + j])) + 1e-30;
           ASSERT_NEAR(c[i * ldc + j], ref, tol) << bs.name << " kc=" << kc << " i=" << i << " j=" << j;
         }
@@ -152,11 +161,12 @@ TEST(Gemm, SmallBlockSizesExerciseEveryLoop) {
   // KC, MC, NC far below the shapes: several pc (beta accumulation), ic and jc blocks, and edge tiles in each.
   for (auto [isa, k] : kernels_here()) {
     GemmKernel bs = *k;
-    bs.KC = 6, bs.MC = 2 * bs.MR, bs.NC = 3 * bs.NR;
+    bs.KC = k->k_align ? k->k_align : 6, bs.MC = 2 * bs.MR, bs.NC = 3 * bs.NR;  // AMX: one tile deep
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         check_gemm(bs, ta, tb, 41, 75, 31, 1.f, 0.f, 1);
         check_gemm(bs, ta, tb, 41, 75, 31, 2.f, 0.5f);
+        check_gemm(bs, ta, tb, 70, 75, 101, 2.f, 0.5f);  // AMX: 4 depth blocks, the last partial
       }
   }
 }
@@ -229,7 +239,9 @@ TEST(Gemm, PrepackedBPrefixEqualsGemm) {
           Aligned Bp(gemm_packed_b_bytes(p, Kp, Np));
           gemm_pack_b(p, tb, Kp, Np, Bfull.data(), ldb, Bp.p);
           std::vector<float> want(M * N, 1.f), got(M * N, 1.f);
-          gemm(p, ta, tb, M, N, K, 0.5f, A.data(), lda, Bfull.data(), ldb, 2.f, want.data(), N);
+          // (the prepacked API's kernel: at the amx tier the avx512bf16 one, gemm.h)
+          gemm_with(gemm_kernel_prepacked(p), ta, tb, M, N, K, 0.5f, A.data(), lda, Bfull.data(), ldb, 2.f,
+                    want.data(), N);
           gemm_prepacked_b(p, ta, M, N, K, 0.5f, A.data(), lda, Bp.p, Kp, 2.f, got.data(), N);
           EXPECT_EQ(want, got) << precision_name(p) << " ta=" << ta << " tb=" << tb << " M=" << M << " N=" << N
                                << " K=" << K;

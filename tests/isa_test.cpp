@@ -17,9 +17,9 @@ using namespace frontier::testing;
 TEST(Isa, BestTierIsTheHighestSupportedAndNamesParse) {
   const Isa best = best_isa();
   EXPECT_TRUE(isa_supported(best));
-  for (Isa t : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16})
+  for (Isa t : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx})
     if (static_cast<int>(t) > static_cast<int>(best)) EXPECT_FALSE(isa_supported(t)) << isa_name(t);
-  for (Isa t : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+  for (Isa t : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx}) {
     Isa got;
     Status s = parse_isa(isa_name(t), &got);
     EXPECT_EQ(s.ok(), isa_supported(t)) << isa_name(t) << ": " << s.message();
@@ -28,7 +28,7 @@ TEST(Isa, BestTierIsTheHighestSupportedAndNamesParse) {
   Isa got;
   Status s = parse_isa("sse9", &got);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("choose one of ref, avx2, avx512, avx512bf16"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("choose one of ref, avx2, avx512, avx512bf16, amx"), std::string::npos) << s.message();
 }
 
 // The CLI: an unknown tier is a one-line error and exit 1; a supported one is printed by calibrate.
@@ -98,7 +98,7 @@ TEST(Isa, KernelSuitesPassAtEveryTierThisCpuHas) {
   const std::string filter =
       "Gemm.*:FlashAttention*:FusedOps*:Ops*:GptTorch*:PolarExpress*:VariantOps*:EmbedOps*:MoeFast*:MoeReference*:"
       "VariantTorch.NanochatCurrent:VariantTorch.Swiglu:VariantTorch.MixtureOfExperts:VariantTorch.NgramTables";
-  for (Isa t : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+  for (Isa t : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx}) {
     if (!isa_supported(t) || t == best_isa()) continue;
     auto r = run_cmd(std::string("FRONTIER_ISA=") + isa_name(t) + " " + FRONTIER_TESTS_BINARY +
                      " --gtest_brief=1 --gtest_filter='" + filter + "'");

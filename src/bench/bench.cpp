@@ -134,7 +134,7 @@ std::vector<float> rand_vec(size_t n, uint32_t seed) {
 // The precisions timed: fp32 always, bf16 where the CPU multiplies bf16 natively (or when asked for).
 std::vector<Precision> timed_precisions(const BenchOptions& o) {
   std::vector<Precision> precs = {Precision::kFp32};
-  if (o.bf16 > 0 || (o.bf16 < 0 && active_isa() == Isa::kAvx512Bf16)) precs.push_back(Precision::kBf16);
+  if (o.bf16 > 0 || (o.bf16 < 0 && active_isa() >= Isa::kAvx512Bf16)) precs.push_back(Precision::kBf16);
   return precs;
 }
 
@@ -309,8 +309,8 @@ void BenchRun::bench_gemm() {
 void BenchRun::bench_attention() {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   for (Precision prec : precs_)
-  for (int64_t T : {256, 512}) {
-    const int64_t B = 8, H = 4, D = 128, nq = B * T * H * D;
+  for (int64_t T : {256, 512, 2048}) {
+    const int64_t B = T > 512 ? 2 : 8, H = 4, D = 128, nq = B * T * H * D;
     const double peak = ceiling(prec).peak_gflops;
     auto q = rand_vec(nq, 3), k = rand_vec(nq, 4), v = rand_vec(nq, 5), go = rand_vec(nq, 6);
     std::vector<float> out(nq), lse(B * H * T), dq(nq), dk(nq), dv(nq);
@@ -327,7 +327,8 @@ void BenchRun::bench_attention() {
     J_["attention"].push_back({{"precision", precision_name(prec)}, {"B", B}, {"T", T}, {"H", H}, {"D", D},
                                {"fwd_gflops", fl_f / tf / 1e9}, {"bwd_gflops", fl_b / tbk / 1e9},
                                {"fwd_pct_peak", 100 * fl_f / tf / 1e9 / peak},
-                               {"bwd_pct_peak", 100 * fl_b / tbk / 1e9 / peak}});
+                               {"bwd_pct_peak", 100 * fl_b / tbk / 1e9 / peak},
+                               {"fwd_bwd_pct_peak", 100 * (fl_f + fl_b) / (tf + tbk) / 1e9 / peak}});
   }
 }
 
@@ -433,7 +434,11 @@ Status BenchRun::bench_train_config(size_t ci, Precision prec, const std::vector
                         {"params_M", gpt.n_params() / 1e6}, {"step_seconds", secs},
                         {"optimizer_seconds", op}, {"tokens_per_sec", tps},
                         {"mfu_pct", 100.0 * tps * fpt / (peak * 1e9)},
-                        {"fwd_bwd_mfu_pct", 100.0 * tokens * fpt / fb / (peak * 1e9)}};
+                        {"fwd_bwd_mfu_pct", 100.0 * tokens * fpt / fb / (peak * 1e9)},
+                        // every FLOP executed: attention's visible pairs (recompute included) and Polar Express
+                        {"hfu_pct", 100.0 * (tokens * gpt.hardware_flops_per_token() + opt.muon_flops()) / secs /
+                                        (peak * 1e9)},
+                        {"optimizer_pct_peak", 100.0 * opt.muon_flops() / op / (peak * 1e9)}};
   if (o_.scaling && ci == 0 && threads_ > 1) {  // 1 thread vs all, on the first (smallest) config, each precision
     auto [fb1, op1] = with_threads(1, run);
     row["tokens_per_sec_1t"] = tokens / (fb1 + op1);
@@ -514,13 +519,13 @@ std::string BenchReport::table() const {
     }
   }
   if (!json["attention"].empty()) {
-    s += "\nattention (causal)  prec   B    T   H    D   fwd GFLOP/s %peak   bwd GFLOP/s %peak\n";
+    s += "\nattention (causal)  prec   B    T   H    D   fwd GFLOP/s %peak   bwd GFLOP/s %peak   fwd+bwd %peak\n";
     for (const auto& r : json["attention"]) {
-      std::snprintf(buf, sizeof(buf), "%-19s %-4s %3lld %4lld %3lld %4lld   %10.1f %5.1f   %10.1f %5.1f\n", "",
+      std::snprintf(buf, sizeof(buf), "%-19s %-4s %3lld %4lld %3lld %4lld   %10.1f %5.1f   %10.1f %5.1f   %13.1f\n", "",
                     r.value("precision", std::string("fp32")).c_str(), r["B"].get<long long>(),
                     r["T"].get<long long>(), r["H"].get<long long>(), r["D"].get<long long>(),
                     r["fwd_gflops"].get<double>(), r["fwd_pct_peak"].get<double>(), r["bwd_gflops"].get<double>(),
-                    r["bwd_pct_peak"].get<double>());
+                    r["bwd_pct_peak"].get<double>(), r.value("fwd_bwd_pct_peak", 0.0));
       s += buf;
     }
   }
@@ -535,16 +540,18 @@ std::string BenchReport::table() const {
   }
   if (!json["train"].empty()) {
     s += "\ntrain step (fwd+bwd+Muon/AdamW)  prec  depth  dim  seq  batch  params  tokens/s   MFU%  fwd+bwd MFU%  "
-         "optim%   (MFU vs the precision's peak)\n";
+         "optim%   HFU%  optim %peak   (vs the precision's peak; HFU: every FLOP executed, Polar Express "
+         "included)\n";
     for (const auto& r : json["train"]) {
       const std::string batch = r.value("accum", 1) > 1 ? std::to_string(r["batch"].get<int>()) + "x" +
                                                               std::to_string(r["accum"].get<int>())
                                                         : std::to_string(r["batch"].get<int>());
-      std::snprintf(buf, sizeof(buf), "%-32s %-4s %6d %4d %4lld %6s %6.1fM %9.0f %6.1f %13.1f %7.1f\n", "",
-                    r.value("precision", std::string("fp32")).c_str(), r["depth"].get<int>(), r["dim"].get<int>(),
+      std::snprintf(buf, sizeof(buf), "%-32s %-4s %6d %4d %4lld %6s %6.1fM %9.0f %6.1f %13.1f %7.1f %6.1f %12.1f\n",
+                    "", r.value("precision", std::string("fp32")).c_str(), r["depth"].get<int>(), r["dim"].get<int>(),
                     r["seq_len"].get<long long>(), batch.c_str(), r["params_M"].get<double>(),
                     r["tokens_per_sec"].get<double>(), r["mfu_pct"].get<double>(), r["fwd_bwd_mfu_pct"].get<double>(),
-                    100.0 * r["optimizer_seconds"].get<double>() / r["step_seconds"].get<double>());
+                    100.0 * r["optimizer_seconds"].get<double>() / r["step_seconds"].get<double>(),
+                    r.value("hfu_pct", 0.0), r.value("optimizer_pct_peak", 0.0));
       s += buf;
     }
     for (const auto& r : json["train"]) {
@@ -577,6 +584,10 @@ std::string BenchReport::table() const {
   return s;
 }
 
+namespace {
+const char* n_ok_word(int ok, int n) { return ok == n ? "met  " : "SHORT"; }
+}  // namespace
+
 // The native-precision targets (issue 12), checked against this run's rows; causes of shortfalls are measured in
 // docs/performance.md.
 std::string BenchReport::targets() const {
@@ -607,6 +618,39 @@ std::string BenchReport::targets() const {
   range(json["train"], "bf16", "mfu_pct", 50, "bf16 training MFU, % of the bf16 peak", "%");
   range(json["train"], "bf16", "thread_speedup", 1.8, "bf16 training, 2 threads / 1", "x");
   range(json["train"], "fp32", "thread_speedup", 1.8, "fp32 training, 2 threads / 1", "x");
+  s += speed_targets();
+  return s;
+}
+
+// Issue 30's targets, per precision this run timed, against its own rows (docs/performance.md has the causes).
+std::string BenchReport::speed_targets() const {
+  std::string s;
+  char buf[400];
+  auto range = [&](const nlohmann::json& rows, const std::string& prec, const char* key, double want,
+                   const std::string& what, const char* unit, int depth = 0, int64_t T = 0) {
+    double lo = 1e30, hi = -1e30;
+    int n = 0, ok = 0;
+    for (const auto& r : rows) {
+      if (r.value("precision", std::string("fp32")) != prec || !r.contains(key)) continue;
+      if ((depth && r.value("depth", 0) != depth) || (T && r.value("T", int64_t(0)) != T)) continue;
+      const double v = r[key].get<double>();
+      lo = std::min(lo, v), hi = std::max(hi, v), n++, ok += v >= want;
+    }
+    if (!n) return;
+    std::snprintf(buf, sizeof(buf), "  %-52s %7.2f..%-7.2f %-2s want >= %.2f%-2s %s (%d of %d)\n",
+                  (prec + " " + what).c_str(), lo, hi, unit, want, unit, n_ok_word(ok, n), ok, n);
+    s += buf;
+  };
+  s += "\ntargets (issue 30: speed toward the machine's limit; causes of shortfalls: docs/performance.md)\n";
+  for (const std::string prec : {"fp32", "bf16"}) {
+    range(json["train"], prec, "mfu_pct", 55, "training MFU at depth 8", "%", 8);
+    range(json["train"], prec, "mfu_pct", 50, "training MFU at depth 4", "%", 4);
+    range(json["train"], prec, "hfu_pct", 70, "training HFU at depth 8", "%", 8);
+    range(json["train"], prec, "fwd_bwd_mfu_pct", 70, "forward+backward MFU", "%");
+    range(json["train"], prec, "ratio_vs_torch_best", 1.5, "training, ours / best PyTorch", "x");
+    range(json["train"], prec, "optimizer_pct_peak", 80, "optimizer (Polar Express), % of peak", "%");
+    range(json["attention"], prec, "fwd_bwd_pct_peak", 60, "attention fwd+bwd at T 2048, % of peak", "%", 0, 2048);
+  }
   return s;
 }
 

@@ -35,6 +35,7 @@ struct BenchReport {
   nlohmann::json json;           // {"machine": ..., "gemm": [...], "attention": [...], "train": [...]}
   std::string table() const;    // includes targets()
   std::string targets() const;  // issue 12's targets checked against the rows present: met or SHORT, with ranges
+  std::string speed_targets() const;  // issue 30's, per precision (part of targets())
 };
 
 Status run_bench(const BenchOptions& o, BenchReport* out);

@@ -575,7 +575,7 @@ void VariantRun::moe_vs_ref() {
 Status run_variants_bench(const VariantBenchOptions& o, nlohmann::json* out, std::string* table) {
   const int threads = omp_get_max_threads(), rep = o.repeats;
   std::vector<Precision> precs = {Precision::kFp32};
-  if (active_isa() == Isa::kAvx512Bf16) precs.push_back(Precision::kBf16);
+  if (active_isa() >= Isa::kAvx512Bf16) precs.push_back(Precision::kBf16);
   const Ceilings c32 = machine_ceilings(threads, Precision::kFp32, o.peak_gflops);
   const Ceilings c16 = machine_ceilings(threads, Precision::kBf16, o.peak_gflops, c32.mem_gbs);
   nlohmann::json& J = *out;

@@ -18,9 +18,10 @@ namespace frontier {
 namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-const char* kJsonKey[3][2] = {{"fma_gflops", "fma_gflops_1t"},
+const char* kJsonKey[kPeakUnits][2] = {{"fma_gflops", "fma_gflops_1t"},
                               {"avx512_gflops", "avx512_gflops_1t"},
-                              {"bf16_gflops", "bf16_gflops_1t"}};
+                              {"bf16_gflops", "bf16_gflops_1t"},
+                              {"amx_gflops", "amx_gflops_1t"}};
 }  // namespace
 
 const char* peak_unit_name(PeakUnit u) {
@@ -28,6 +29,7 @@ const char* peak_unit_name(PeakUnit u) {
     case PeakUnit::kAvx2Fma: return "avx2 fp32 fma";
     case PeakUnit::kAvx512Fma: return "avx512 fp32 fma";
     case PeakUnit::kBf16Dot: return "avx512bf16 bf16 dot";
+    case PeakUnit::kAmxBf16: return "amx bf16 tile";
   }
   return "?";
 }
@@ -37,21 +39,25 @@ bool peak_unit_supported(PeakUnit u) {
     case PeakUnit::kAvx2Fma: return isa_supported(Isa::kAvx2);
     case PeakUnit::kAvx512Fma: return isa_supported(Isa::kAvx512);
     case PeakUnit::kBf16Dot: return isa_supported(Isa::kAvx512Bf16);
+    case PeakUnit::kAmxBf16: return isa_supported(Isa::kAmx);
   }
   return false;
 }
 
 PeakUnit peak_unit_for(Precision p, Isa t) {
+  if (p == Precision::kBf16 && t == Isa::kAmx) return PeakUnit::kAmxBf16;
   if (p == Precision::kBf16 && t == Isa::kAvx512Bf16) return PeakUnit::kBf16Dot;
-  if (t == Isa::kAvx512 || t == Isa::kAvx512Bf16) return PeakUnit::kAvx512Fma;
+  if (t == Isa::kAvx512 || t == Isa::kAvx512Bf16 || t == Isa::kAmx) return PeakUnit::kAvx512Fma;
   return PeakUnit::kAvx2Fma;
 }
 
 double Calibration::peak(PeakUnit u) const {
-  return u == PeakUnit::kAvx2Fma ? fma_gflops : u == PeakUnit::kAvx512Fma ? avx512_gflops : bf16_gflops;
+  return u == PeakUnit::kAvx2Fma ? fma_gflops : u == PeakUnit::kAvx512Fma ? avx512_gflops
+         : u == PeakUnit::kBf16Dot ? bf16_gflops : amx_gflops;
 }
 double Calibration::peak_1t(PeakUnit u) const {
-  return u == PeakUnit::kAvx2Fma ? fma_gflops_1t : u == PeakUnit::kAvx512Fma ? avx512_gflops_1t : bf16_gflops_1t;
+  return u == PeakUnit::kAvx2Fma ? fma_gflops_1t : u == PeakUnit::kAvx512Fma ? avx512_gflops_1t
+         : u == PeakUnit::kBf16Dot ? bf16_gflops_1t : amx_gflops_1t;
 }
 
 double measure_peak_gflops(PeakUnit u, int threads) {
@@ -67,6 +73,7 @@ double measure_peak_gflops(PeakUnit u, int threads) {
         case PeakUnit::kAvx2Fma: flops += peak_loop_avx2_fma(iters); break;
         case PeakUnit::kAvx512Fma: flops += peak_loop_avx512_fma(iters / 2); break;
         case PeakUnit::kBf16Dot: flops += peak_loop_avx512bf16_dot(iters / 4); break;
+        case PeakUnit::kAmxBf16: flops += peak_loop_amx_bf16(iters / 16); break;
       }
     }
     best = std::max(best, flops / since(t0) / 1e9);
@@ -84,7 +91,7 @@ std::string auto_pick_machine() {
 #else
   const char* build = "optimized";
 #endif
-  return cpu_features().cpu_name + " | " + cpu_feature_list() + " | " + build;
+  return cpu_features().cpu_name + " | " + cpu_feature_list() + " | tier " + isa_name(active_isa()) + " | " + build;
 }
 
 // The two 1-thread peaks auto measured before on this machine ($FRONTIER_CACHE/auto_precision.json), or false.
@@ -105,14 +112,15 @@ std::string auto_precision_path() { return frontier_cache_dir() + "/auto_precisi
 
 Precision fastest_precision(std::string* why) {
   static const std::pair<Precision, std::string> pick = [] {
-    if (!peak_unit_supported(PeakUnit::kBf16Dot) || active_isa() != Isa::kAvx512Bf16)
+    if (!peak_unit_supported(PeakUnit::kBf16Dot) || active_isa() < Isa::kAvx512Bf16)
       return std::make_pair(Precision::kFp32, std::string("fp32: no AVX512_BF16 tier"));
+    const PeakUnit bf_unit = peak_unit_for(Precision::kBf16, active_isa());
     Calibration c;
     double bf = 0, fp = 0;
     std::string src;
     const std::string recorded = auto_precision_path();
     if (load_calibration(calibration_path(), omp_get_max_threads(), &c)) {
-      bf = c.peak(PeakUnit::kBf16Dot), fp = c.peak(PeakUnit::kAvx512Fma);
+      bf = c.peak(bf_unit), fp = c.peak(PeakUnit::kAvx512Fma);
       src = "calibration file";
     } else if (load_auto_pick(recorded, &bf, &fp)) {
       // Measured once per machine and kept: every run of a session resolves auto alike (measured at each start, two
@@ -123,7 +131,7 @@ Precision fastest_precision(std::string* why) {
       // alternating the units means a burst of load cannot fall on one alone (measured once each, back to back,
       // a loaded machine gave bf16 118 vs fp32 104 and picked bf16 on a CPU whose fp32 unit is twice as fast).
       for (int round = 0; round < 3; round++) {
-        bf = std::max(bf, measure_peak_gflops(PeakUnit::kBf16Dot, 1));
+        bf = std::max(bf, measure_peak_gflops(bf_unit, 1));
         fp = std::max(fp, measure_peak_gflops(PeakUnit::kAvx512Fma, 1));
       }
       nlohmann::json j = {{"machine", auto_pick_machine()}, {"bf16_gflops_1t", bf}, {"fp32_gflops_1t", fp}};
@@ -133,7 +141,7 @@ Precision fastest_precision(std::string* why) {
       src = "measured now on 1 thread, best of 3 each" + std::string(saved ? ", recorded in " + recorded : "");
     }
     char buf[400];
-    std::snprintf(buf, sizeof(buf), "bf16 dot %.0f vs fp32 fma %.0f GFLOP/s, %s", bf, fp, src.c_str());
+    std::snprintf(buf, sizeof(buf), "%s %.0f vs fp32 fma %.0f GFLOP/s, %s", peak_unit_name(bf_unit), bf, fp, src.c_str());
     // fp32 only when clearly faster: the units differ by about 2x either way on the CPUs seen (Zen 4: bf16 twice
     // the FMA; this Xeon: half). A sanitizer build's loops measure within 25% of each other: bf16, as before this
     // check existed. The run records what auto resolved to (train.precision in its config.toml), so a resume does
@@ -162,10 +170,11 @@ double measure_triad_gbs(int threads) {
 Calibration calibrate(int threads) {
   Calibration c;
   c.threads = threads;
-  double* fields[3][2] = {{&c.fma_gflops_1t, &c.fma_gflops},
-                          {&c.avx512_gflops_1t, &c.avx512_gflops},
-                          {&c.bf16_gflops_1t, &c.bf16_gflops}};
-  for (int u = 0; u < 3; u++) {
+  double* fields[kPeakUnits][2] = {{&c.fma_gflops_1t, &c.fma_gflops},
+                                   {&c.avx512_gflops_1t, &c.avx512_gflops},
+                                   {&c.bf16_gflops_1t, &c.bf16_gflops},
+                                   {&c.amx_gflops_1t, &c.amx_gflops}};
+  for (int u = 0; u < kPeakUnits; u++) {
     *fields[u][0] = measure_peak_gflops(static_cast<PeakUnit>(u), 1);
     *fields[u][1] = threads > 1 ? measure_peak_gflops(static_cast<PeakUnit>(u), threads) : *fields[u][0];
   }
@@ -181,7 +190,7 @@ Status save_calibration(const Calibration& c, const std::string& path) {
   FRONTIER_RETURN_IF_ERROR(make_dirs(dir, "cache directory: set FRONTIER_CACHE"));
   nlohmann::json j = {{"threads", c.threads}, {"mem_gbs_1t", c.mem_gbs_1t}, {"mem_gbs", c.mem_gbs},
                       {"cpu", cpu_features().cpu_name}, {"cpu_features", cpu_feature_list()}};
-  for (int u = 0; u < 3; u++) {
+  for (int u = 0; u < kPeakUnits; u++) {
     j[kJsonKey[u][0]] = c.peak(static_cast<PeakUnit>(u));
     j[kJsonKey[u][1]] = c.peak_1t(static_cast<PeakUnit>(u));
   }
@@ -197,7 +206,7 @@ bool load_calibration(const std::string& path, int threads, Calibration* c) {
   // a number too large for an int does not convert to one.
   std::string bad = j.is_discarded() ? "not valid JSON" : !j.is_object() ? "not a JSON object" : "";
   for (const char* k : {"threads", "fma_gflops", "fma_gflops_1t", "avx512_gflops", "avx512_gflops_1t", "bf16_gflops",
-                        "bf16_gflops_1t", "mem_gbs", "mem_gbs_1t"})
+                        "bf16_gflops_1t", "amx_gflops", "amx_gflops_1t", "mem_gbs", "mem_gbs_1t"})
     if (bad.empty() && j.contains(k) && !j[k].is_number()) bad = std::string("\"") + k + "\" is not a number";
   if (!bad.empty()) {
     std::fprintf(stderr, "warning: %s: %s; ignoring it and measuring instead (re-run `frontier calibrate`)\n",
@@ -205,7 +214,7 @@ bool load_calibration(const std::string& path, int threads, Calibration* c) {
     return false;
   }
   if (j.value("threads", 0.0) != threads || !(j.value("fma_gflops", 0.0) > 0)) return false;
-  for (int u = 1; u < 3; u++)  // a file written before this unit was measured, or on another CPU
+  for (int u = 1; u < kPeakUnits; u++)  // a file written before this unit was measured, or on another CPU
     if (peak_unit_supported(static_cast<PeakUnit>(u)) && !(j.value(kJsonKey[u][0], 0.0) > 0)) return false;
   c->threads = threads;
   c->fma_gflops_1t = j.value("fma_gflops_1t", 0.0);
@@ -214,6 +223,8 @@ bool load_calibration(const std::string& path, int threads, Calibration* c) {
   c->avx512_gflops = j.value("avx512_gflops", 0.0);
   c->bf16_gflops_1t = j.value("bf16_gflops_1t", 0.0);
   c->bf16_gflops = j.value("bf16_gflops", 0.0);
+  c->amx_gflops_1t = j.value("amx_gflops_1t", 0.0);
+  c->amx_gflops = j.value("amx_gflops", 0.0);
   c->mem_gbs_1t = j.value("mem_gbs_1t", 0.0);
   c->mem_gbs = j.value("mem_gbs", 0.0);
   return true;

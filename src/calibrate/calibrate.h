@@ -13,7 +13,8 @@
 
 namespace frontier {
 
-enum class PeakUnit { kAvx2Fma = 0, kAvx512Fma = 1, kBf16Dot = 2 };
+enum class PeakUnit { kAvx2Fma = 0, kAvx512Fma = 1, kBf16Dot = 2, kAmxBf16 = 3 };
+constexpr int kPeakUnits = 4;
 const char* peak_unit_name(PeakUnit u);  // "avx2 fp32 fma", "avx512 fp32 fma", "avx512bf16 bf16 dot"
 bool peak_unit_supported(PeakUnit u);
 // The unit whose peak bounds GEMMs of precision p at tier t: fp32 -> avx512 fma from the avx512 tier up, else avx2
@@ -26,6 +27,7 @@ struct Calibration {
   double fma_gflops_1t = 0, fma_gflops = 0;        // AVX2 fp32 FLOP/s (an FMA counts 2)
   double avx512_gflops_1t = 0, avx512_gflops = 0;  // AVX-512 fp32 FMA; 0 where the CPU has none
   double bf16_gflops_1t = 0, bf16_gflops = 0;      // vdpbf16ps (a pair product-sum counts 4); 0 where none
+  double amx_gflops_1t = 0, amx_gflops = 0;        // tdpbf16ps (16 x 16 x 32 products); 0 where none
   double mem_gbs_1t = 0, mem_gbs = 0;  // bytes moved by the triad a[i] = b[i] + s * c[i] (3 x 4 bytes each)
   double peak(PeakUnit u) const;       // all threads
   double peak_1t(PeakUnit u) const;

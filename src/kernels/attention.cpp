@@ -90,7 +90,7 @@ int64_t packed_col_offset(Precision prec, int64_t D, int64_t s0) { return gemm_p
 // gemm_prepacked_b given that pointer and the full packed depth T keeps the panel stride, so every panel is read
 // from its row s0 on (gemm.h: panel q at q * NR * Kpad elements, depth k at k * NR into it).
 int64_t packed_row_offset(Precision prec, int64_t s0) {
-  const GemmKernel& gk = gemm_kernel(prec);
+  const GemmKernel& gk = gemm_kernel_prepacked(prec);
   return s0 * gk.NR * gk.elem_bytes();
 }
 
@@ -101,7 +101,7 @@ int64_t packed_row_offset(Precision prec, int64_t s0) {
 template <class F>
 void for_each_key_strip(int64_t i0, int64_t bq, int64_t s0, int64_t nk, int64_t window, Precision prec,
                         int64_t D, const float* R, int64_t ldr, void* Rp, F&& f) {
-  const GemmKernel& gk = gemm_kernel(prec);
+  const GemmKernel& gk = gemm_kernel_prepacked(prec);
   const int64_t row_align = std::max<int64_t>(2, 64 / (gk.NR * gk.elem_bytes()));
   gemm_pack_b(prec, false, bq, D, R, ldr, Rp);
   for (int64_t c0 = 0; c0 < nk; c0 += kStrip) {
@@ -120,7 +120,7 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
                              int64_t window) {
   FRONTIER_CHECK(H % Hkv == 0 && window >= 0);
   const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
-  const int64_t align = std::lcm<int64_t>(16, gemm_kernel(prec).NR);
+  const int64_t align = std::lcm<int64_t>(16, gemm_kernel_prepacked(prec).NR);
   const int64_t max_nk = window > 0 ? std::min(T, window + kBlock + align) : T;  // widest key range of a block
   if (scale == 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel
@@ -159,7 +159,7 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
                               int64_t Hkv, int64_t D, Precision prec, float scale, int64_t window) {
   FRONTIER_CHECK(H % Hkv == 0 && window >= 0);
   const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
-  const int64_t align = std::lcm<int64_t>(16, gemm_kernel(prec).NR);
+  const int64_t align = std::lcm<int64_t>(16, gemm_kernel_prepacked(prec).NR);
   const int64_t max_nk = window > 0 ? std::min(T, window + kBlock + align) : T;  // widest key range of a block
   if (scale == 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel

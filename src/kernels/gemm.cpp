@@ -48,8 +48,8 @@ void macro_kernel(const GemmKernel& bs, bool lower, int64_t kc, const char* Ap, 
                   float beta_k, float* C, int64_t ldc) {
   const int MR = bs.MR, NR = bs.NR, eb = bs.elem_bytes();
   const int64_t kcp = round_up(kc, bs.kp());
-  alignas(64) float tile[16 * 32];
-  FRONTIER_CHECK(MR * NR <= 16 * 32);
+  alignas(64) float tile[32 * 32];
+  FRONTIER_CHECK(MR * NR <= 32 * 32);
   for (int64_t q = q0; q < q1; q++) {
     const int64_t j = jc + q * NR, nr = std::min<int64_t>(NR, N - j);
     for (int64_t ip = 0; ip < mc; ip += MR) {
@@ -154,17 +154,28 @@ void prepacked(const GemmKernel& bs, bool ta, int64_t M, int64_t N, int64_t K, f
 }  // namespace
 
 const GemmKernel& gemm_kernel_for(Isa t, Precision p) {
-  if (p == Precision::kBf16) return t == Isa::kAvx512Bf16 ? gemm_kernel_avx512bf16_bf16() : gemm_kernel_ref_bf16();
+  if (p == Precision::kBf16)
+    return t == Isa::kAmx ? gemm_kernel_amx_bf16()
+           : t == Isa::kAvx512Bf16 ? gemm_kernel_avx512bf16_bf16()
+                                   : gemm_kernel_ref_bf16();
   switch (t) {
     case Isa::kRef: return gemm_kernel_ref_fp32();
     case Isa::kAvx2: return gemm_kernel_avx2_fp32();
     case Isa::kAvx512:
-    case Isa::kAvx512Bf16: return gemm_kernel_avx512_fp32();
+    case Isa::kAvx512Bf16:
+    case Isa::kAmx: return gemm_kernel_avx512_fp32();
   }
   return gemm_kernel_ref_fp32();
 }
 
 const GemmKernel& gemm_kernel(Precision p) { return gemm_kernel_for(active_isa(), p); }
+
+// The prepacked-B API below (attention's K^T and V panels) offsets into panels at any even depth and multiplies
+// depths that are not multiples of 32, so at the amx tier it keeps the avx512bf16 kernel: the AMX kernel pads every
+// product's depth to its 32-deep tiles and would read past such an offset's rows.
+const GemmKernel& gemm_kernel_prepacked(Precision p) {
+  return active_isa() == Isa::kAmx ? gemm_kernel_for(Isa::kAvx512Bf16, p) : gemm_kernel(p);
+}
 
 const GemmKernel& gemm_kernel_ref(Precision p) {
   return p == Precision::kBf16 ? gemm_kernel_ref_bf16() : gemm_kernel_ref_fp32();
@@ -190,18 +201,18 @@ void gemm_symmetric(Precision p, bool ta, bool tb, int64_t M, int64_t K, float a
 }
 
 int64_t gemm_packed_b_bytes(Precision p, int64_t K, int64_t N) {
-  const GemmKernel& bs = gemm_kernel(p);
+  const GemmKernel& bs = gemm_kernel_prepacked(p);
   return (N + bs.NR - 1) / bs.NR * bs.NR * round_up(K, bs.kp()) * bs.elem_bytes();
 }
 
 void gemm_pack_b(Precision p, bool tb, int64_t K, int64_t N, const float* B, int64_t ldb, void* Bp) {
-  pack_b_all(gemm_kernel(p), tb, K, N, B, ldb, static_cast<char*>(Bp));
+  pack_b_all(gemm_kernel_prepacked(p), tb, K, N, B, ldb, static_cast<char*>(Bp));
 }
 
 void gemm_prepacked_b(Precision p, bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                       int64_t lda, const void* Bp, int64_t Kp, float beta, float* C, int64_t ldc) {
   FRONTIER_CHECK(M >= 0 && N >= 0 && K >= 0 && K <= Kp && ldc >= N && lda >= (ta ? M : K));
-  const GemmKernel& bs = gemm_kernel(p);
+  const GemmKernel& bs = gemm_kernel_prepacked(p);
   if (M == 0 || N == 0) return;
   if (K == 0) return scale_c(M, N, beta, C, ldc);
   prepacked(bs, ta, M, N, K, alpha, A, lda, static_cast<const char*>(Bp), Kp, beta, C, ldc);

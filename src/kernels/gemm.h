@@ -55,7 +55,8 @@ struct GemmKernel {
   int MR, NR, KC, MC, NC;
   GemmPackA pack_a;
   GemmPackB pack_b;
-  int kp() const { return prec == Precision::kBf16 ? 2 : 1; }
+  int k_align = 0;  // depth the panels are padded to (0: kp's pair or single); AMX: 32, its tile depth
+  int kp() const { return k_align ? k_align : prec == Precision::kBf16 ? 2 : 1; }
   int elem_bytes() const { return prec == Precision::kBf16 ? 2 : 4; }
 };
 
@@ -63,6 +64,9 @@ struct GemmKernel {
 const GemmKernel& gemm_kernel(Precision p);
 const GemmKernel& gemm_kernel_for(Isa t, Precision p);
 const GemmKernel& gemm_kernel_ref(Precision p);  // the portable ones, always available
+// The kernel of the prepacked-B API (gemm_pack_b, gemm_prepacked_b and their callers' panel offsets): the active
+// one, except at the amx tier, where it is avx512bf16's (gemm.cpp says why).
+const GemmKernel& gemm_kernel_prepacked(Precision p);
 
 void gemm(Precision p, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);

@@ -1,6 +1,9 @@
 #include "kernels/isa.h"
 
+#include <cpuid.h>
 #include <cpuinfo.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -15,6 +18,21 @@ namespace frontier {
 
 namespace {
 std::atomic<int> g_active{-1};
+
+// AMX: cpuid leaf 7 (EDX bit 24 AMX-TILE, bit 22 AMX-BF16), the OS saving tile state (XCR0 bits 17 and 18), and
+// this process granted the tile data (Linux >= 5.16: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA); without
+// it the first tile instruction faults). Asked once, at detection.
+bool detect_amx() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  if (!(d & (1u << 24)) || !(d & (1u << 22))) return false;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return false;
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
 std::once_flag g_init;
 }  // namespace
 
@@ -26,6 +44,7 @@ const CpuFeatures& cpu_features() {
     c.avx512 = cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl() &&
                cpuinfo_has_x86_avx512dq();
     c.avx512bf16 = c.avx512 && cpuinfo_has_x86_avx512bf16();
+    c.amx = c.avx512bf16 && detect_amx();
     const cpuinfo_package* p = cpuinfo_get_package(0);
     if (p) c.cpu_name = p->name;
     if (const cpuinfo_cache* l1 = cpuinfo_get_l1d_cache(0)) c.l1d_kb = static_cast<int>(l1->size / 1024);
@@ -42,6 +61,7 @@ const char* isa_name(Isa t) {
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx512Bf16: return "avx512bf16";
+    case Isa::kAmx: return "amx";
   }
   return "?";
 }
@@ -53,12 +73,13 @@ bool isa_supported(Isa t) {
     case Isa::kAvx2: return f.avx2_fma;
     case Isa::kAvx512: return f.avx2_fma && f.avx512;
     case Isa::kAvx512Bf16: return f.avx2_fma && f.avx512bf16;
+    case Isa::kAmx: return f.avx2_fma && f.avx512bf16 && f.amx;
   }
   return false;
 }
 
 Isa best_isa() {
-  for (Isa t : {Isa::kAvx512Bf16, Isa::kAvx512, Isa::kAvx2})
+  for (Isa t : {Isa::kAmx, Isa::kAvx512Bf16, Isa::kAvx512, Isa::kAvx2})
     if (isa_supported(t)) return t;
   return Isa::kRef;
 }
@@ -69,11 +90,12 @@ std::string cpu_feature_list() {
   if (f.avx2_fma) s += "avx2 fma";
   if (f.avx512) s += " avx512(f,bw,vl,dq)";
   if (f.avx512bf16) s += " avx512bf16";
+  if (f.amx) s += " amx(tile,bf16)";
   return s.empty() ? "none of avx2/avx512" : s;
 }
 
 Status parse_isa(const std::string& name, Isa* out) {
-  for (Isa t : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+  for (Isa t : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx}) {
     if (name != isa_name(t)) continue;
     if (!isa_supported(t))
       return Status::error("FRONTIER_ISA=" + name + " but this CPU lacks it (it has: " + cpu_feature_list() +
@@ -81,7 +103,7 @@ Status parse_isa(const std::string& name, Isa* out) {
     *out = t;
     return ok_status();
   }
-  return Status::error("FRONTIER_ISA=" + name + " is not a tier; choose one of ref, avx2, avx512, avx512bf16");
+  return Status::error("FRONTIER_ISA=" + name + " is not a tier; choose one of ref, avx2, avx512, avx512bf16, amx");
 }
 
 Status isa_from_env(Isa* out) {

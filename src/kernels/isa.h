@@ -12,6 +12,8 @@
 //   avx2        AVX2 + FMA fp32 GEMM (6x16), libmvec AVX2 exp/tanh
 //   avx512      AVX-512 F/BW/VL/DQ fp32 GEMM (12x32)
 //   avx512bf16  + AVX512_BF16: bf16 GEMM by vdpbf16ps (12x32 pairs), the native mixed-precision tier
+//   amx         + AMX-TILE and AMX-BF16 (Sapphire Rapids and later Xeons): bf16 GEMM on the tile unit (32x32 of
+//               TDPBF16PS), granted by the kernel per process (arch_prctl); everything else as avx512bf16
 // A tier without a native bf16 kernel runs bf16 GEMMs on the reference bf16 microkernel (same numbers, slow):
 // `precision = auto` picks bf16 only on avx512bf16.
 #pragma once
@@ -22,13 +24,13 @@
 
 namespace frontier {
 
-enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3 };
+enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3, kAmx = 4 };
 
 struct CpuFeatures {
   bool avx2_fma = false;    // AVX2 and FMA3
   bool avx512 = false;      // AVX-512 F, BW, VL, DQ (OS saves zmm state)
   bool avx512bf16 = false;  // AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16)
-  bool amx = false;         // not detected by Debian 12's libcpuinfo; no AMX tier is built
+  bool amx = false;         // AMX-TILE + AMX-BF16 by cpuid (Debian 12's libcpuinfo predates them), OS-enabled and granted
   std::string cpu_name;     // e.g. "AMD EPYC"
   int l1d_kb = 0, l2_kb = 0, l3_kb = 0;  // per core (L1, L2) and total (L3), 0 if unknown
 };

@@ -11,5 +11,6 @@ namespace frontier {
 double peak_loop_avx2_fma(int64_t iters);        // avx2/peak_avx2.cpp: ymm vfmadd231ps
 double peak_loop_avx512_fma(int64_t iters);      // avx512/peak_avx512.cpp: zmm vfmadd231ps
 double peak_loop_avx512bf16_dot(int64_t iters);  // avx512bf16/peak_avx512bf16.cpp: zmm vdpbf16ps
+double peak_loop_amx_bf16(int64_t iters);        // amx/peak_amx.cpp: tdpbf16ps on 4 accumulator tiles
 
 }  // namespace frontier

@@ -118,6 +118,19 @@ double Gpt::flops_per_token() const {
   return 6.0 * n + attn;
 }
 
+double Gpt::hardware_flops_per_token() const {
+  double counted = 0, executed = 0;
+  const double T = s_.seq_len;
+  for (int i = 0; i < s_.depth; i++) {
+    const int w = s_.window(i);
+    counted += 12.0 * s_.n_head * s_.head_dim * (w > 0 ? std::min(w, s_.seq_len) : s_.seq_len);
+    // visible pairs as causal_attention counts them (autograd/ops.cpp)
+    const double W = w > 0 && w < T ? w : T, pairs = W * (W + 1) / 2 + (T - W) * (W + 1);
+    executed += 7 * 2.0 * s_.n_head * s_.head_dim * pairs / T;
+  }
+  return flops_per_token() - counted + executed;
+}
+
 int64_t Gpt::n_active_params() const {
   int64_t n = 0;
   for (const auto& p : table_)

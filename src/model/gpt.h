@@ -97,6 +97,10 @@ class Gpt {
   // Training FLOPs per token (nanochat's estimate): 6 x (matrix + lm_head params, experts at top_k / E: active
   // parameters only) + 12 x H x D x min(window, T) attention summed over layers.
   double flops_per_token() const;
+  // The FLOPs a training step executes per token, the optimizer aside (the hardware FLOPs of "HFU"): the same 6 x
+  // matrix parameters, and attention as its kernel runs it: the visible (query, key) pairs only (about half of
+  // flops_per_token's T keys when causal), 2 GEMMs forward and 5 backward (the scores recomputed).
+  double hardware_flops_per_token() const;
   int64_t n_active_params() const;  // n_params() less the experts not routed to (top_k of E per token)
 
  private:

@@ -34,6 +34,11 @@ double sum_squares(const float* x, int64_t n) {
   return acc;
 }
 
+double muon_matrix_flops(const ParamInfo& p, int ns_steps) {
+  const double r = std::min(p.shape[0], p.shape[1]), c = std::max(p.shape[0], p.shape[1]), n = r * c;
+  return 12.0 * n + ns_steps * (3.0 * r * r * c + r * r * r);
+}
+
 }  // namespace
 
 // Wide X (rows <= cols): A = X X^T (r, r); B = b A + c A A; X = a X + B X = (B + a I) X. Tall X: A = X^T X,
@@ -210,6 +215,13 @@ void Optimizer::muon_update(const ParamInfo& p, float* nv, float lr, float momen
   }
 }
 
+double Optimizer::muon_flops() const {
+  double flops = 0;
+  for (const ParamInfo& p : gpt_.params())
+    if (p.group == ParamGroup::kMatrix && p.offset >= lo_ && p.offset < hi_) flops += muon_matrix_flops(p, cfg_.ns_steps);
+  return flops;
+}
+
 // Muon's matrices are independent: they are split over the threads, largest first, each one's Polar Express on one
 // thread (its GEMMs then run single-threaded: no fork/join per product, and the 512 x 512 products that ran at
 // 40-50% of the bf16 peak over two threads keep one core busy). Every matrix is still computed in one fixed order,
@@ -228,7 +240,7 @@ void Optimizer::step(float lr_mult, float muon_momentum, float progress, float w
       matrices.push_back(&p);
       nv.push_back(nv_offset_[i] >= 0 ? nv_base + nv_offset_[i] : nullptr);
       const double r = std::min(p.shape[0], p.shape[1]), c = std::max(p.shape[0], p.shape[1]), n = r * c;
-      flops += 12.0 * n + cfg_.ns_steps * (3.0 * r * r * c + r * r * r);
+      flops += muon_matrix_flops(p, cfg_.ns_steps);
       bytes += 4.0 * (7.0 * n + cfg_.ns_steps * (2.0 * n + 3.0 * r * r));
     } else {
       adam_update(p, adam_settings(p), lr_mult);

@@ -54,6 +54,9 @@ class Optimizer {
   // lr_mult from the schedule; muon_momentum from its warmup; progress in [0, 1] for the weight-decay decay:
   // Muon's decay is weight_decay * (1 - progress), or weight_decay * wd_mult when wd_mult >= 0 (another schedule).
   void step(float lr_mult, float muon_momentum, float progress, float wd_mult = -1.f);
+  // The FLOPs one step executes on the owned matrices: Muon's elementwise work and Polar Express (symmetric
+  // products counted as computed); AdamW's few elementwise FLOPs are left out.
+  double muon_flops() const;
   int64_t steps() const { return t_; }
   void set_steps(int64_t t) { t_ = t; }  // resume: Adam's bias correction continues from here
   // [adam m | adam v | muon momentum], each over the owned range of the arena (all of it unless sharded), then, with

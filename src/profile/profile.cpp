@@ -142,7 +142,10 @@ Status run_profile(const Config& cfg, const ProfileOptions& o, ProfileReport* ou
                   {"untracked_optimizer_ms", part_ms["optimizer"] - leaf_ms["optim"]},
                   {"tokens_per_sec", tps},
                   {"model_flops_per_token", gpt.flops_per_token()},
-                  {"mfu_pct", 100.0 * tps * gpt.flops_per_token() / (ceil.peak_gflops * 1e9)}};
+                  {"mfu_pct", 100.0 * tps * gpt.flops_per_token() / (ceil.peak_gflops * 1e9)},
+                  // every FLOP executed (attention's visible pairs with the recompute, Polar Express) per second
+                  {"hfu_pct", 100.0 * (B * T * gpt.hardware_flops_per_token() + opt.muon_flops()) /
+                                  (step_ms * 1e-3) / (ceil.peak_gflops * 1e9)}};
   J["ops"] = aggregate_ops(out->events, o.steps, ceil.peak_gflops, ceil.mem_gbs);
   double compute_ms = 0, memory_ms = 0, compute_gf = 0;
   for (const auto& r : J["ops"]) {
@@ -195,7 +198,8 @@ std::string ProfileReport::table() const {
                 "outside op scopes (tape bookkeeping, allocation): forward %.1f ms, backward %.1f ms, optimizer %.1f "
                 "ms\n"
                 "compute-bound ops %.1f ms/step at %.1f GFLOP/s (%.1f%% of peak); memory-bound ops %.1f ms/step\n"
-                "tokens/s %.0f, MFU %.1f%% (model FLOPs %.3g/token)\n",
+                "tokens/s %.0f, MFU %.1f%% (model FLOPs %.3g/token), HFU %.1f%% (every FLOP executed, Polar "
+                "Express included)\n",
                 step_ms, S["forward_ms"].get<double>(), S["backward_ms"].get<double>(),
                 S["optimizer_ms"].get<double>(), S["zero_grad_ms"].get<double>(), S["tape_free_ms"].get<double>(),
                 S["untracked_forward_ms"].get<double>(), S["untracked_backward_ms"].get<double>(),
@@ -203,7 +207,7 @@ std::string ProfileReport::table() const {
                 S["compute_bound_gflops"].get<double>(),
                 100.0 * S["compute_bound_gflops"].get<double>() / m["fma_peak_gflops"].get<double>(),
                 S["memory_bound_ms"].get<double>(), S["tokens_per_sec"].get<double>(), S["mfu_pct"].get<double>(),
-                S["model_flops_per_token"].get<double>());
+                S["model_flops_per_token"].get<double>(), S.value("hfu_pct", 0.0));
   s += buf;
   return s;
 }

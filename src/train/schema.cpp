@@ -16,7 +16,7 @@ Status resolve_precision(const std::string& name, Precision* out) {
     *out = Precision::kFp32;
   } else if (name == "bf16") {
     *out = Precision::kBf16;
-    if (active_isa() != Isa::kAvx512Bf16)
+    if (active_isa() < Isa::kAvx512Bf16)
       std::fprintf(stderr, "warning: train.precision = bf16 on tier %s: bf16 GEMMs run on the reference kernel "
                    "(slow; same numbers); use auto or fp32 for speed\n", isa_name(active_isa()));
   } else {

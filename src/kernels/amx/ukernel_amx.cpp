@@ -1,0 +1,214 @@
+// AMX bf16 microkernel, 32 x 32: the tile unit's TDPBF16PS multiplies a 16 x 32 bf16 tile of A by a 32 x 16 bf16
+// tile of B (in k pairs, VNNI layout) into a 16 x 16 fp32 tile: 16 K FLOPs per instruction, 256 times vdpbf16ps's.
+// The 8 tile registers hold the C tile as 2 x 2 accumulators (tmm0-3), two A tiles (tmm4-5) and two B tiles
+// (tmm6-7); per 32 of depth: 4 tile loads, 4 products.
+//
+// Layouts (gemm.h's contract with kp = 32, GemmKernel::k_align):
+//   A micro-panel: 32 rows x kcp bf16, row-major (row i's depth contiguous: a tile row is 64 bytes of one row);
+//   B micro-panel: kcp / 2 pair-rows of 32 columns x 2 bf16 (the avx512bf16 tier's layout), so tile row p holds
+//     pair p of 16 columns: a B tile is 16 pair-rows 128 bytes apart;
+//   kcp = kc rounded up to 32, padding zero (the tail of a product multiplies zeros).
+// Numerics: exact bf16 products summed in fp32, as vdpbf16ps, in another order inside each 32-deep chunk (the
+// hardware's); packing rounds fp32 to bf16 to nearest even, as every bf16 tier. Results do not depend on threads.
+//
+// The tile configuration is per thread and other code (oneDNN, in `frontier bench`) may load its own in the same
+// OpenMP workers, so every microkernel call loads ours first (a few cycles against the ~1,500 of a 32 x 32 x 768
+// tile). Compiled with -mamx-tile -mamx-bf16 and the avx512bf16 tier's flags; called only where the CPU has AMX
+// and the kernel granted this process the tile state (kernels/isa.cpp).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/gemm_kernels.h"
+#include "kernels/gemm_pack.h"
+
+namespace frontier::tier_amx {
+
+namespace {
+
+constexpr int kMR = 32, kNR = 32, kDepth = 32;  // k per tile product
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+const TileConfig& tile_config() {
+  static const TileConfig c = [] {
+    TileConfig t;
+    for (int i = 0; i < 8; i++) t.colsb[i] = 64, t.rows[i] = 16;  // every tile 16 rows x 64 bytes
+    return t;
+  }();
+  return c;
+}
+
+void ukernel_amx_32x32(int64_t kc, const void* ap, const void* bp, float* c, int64_t ldc, float alpha, float beta) {
+  const int64_t kcp = (kc + kDepth - 1) / kDepth * kDepth;
+  const char* a = static_cast<const char*>(ap);
+  const char* b = static_cast<const char*>(bp);
+  _tile_loadconfig(&tile_config());
+  // alpha 1 and beta 0 or 1 (every product of the model: a forward, a gradient accumulated over depth blocks and
+  // micro-batches): C itself is the accumulator, loaded into the tiles or zeroed, and stored back from them.
+  const bool direct = alpha == 1.f && (beta == 0.f || beta == 1.f);
+  if (direct && beta == 1.f) {
+    _tile_loadd(0, c, ldc * 4);
+    _tile_loadd(1, c + 16, ldc * 4);
+    _tile_loadd(2, c + 16 * ldc, ldc * 4);
+    _tile_loadd(3, c + 16 * ldc + 16, ldc * 4);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  const int64_t a_stride = kcp * 2, b_stride = kNR * 4;
+  for (int64_t k = 0; k < kcp; k += kDepth) {
+    _tile_loadd(4, a + k * 2, a_stride);                   // rows 0-15, depth [k, k+32)
+    _tile_loadd(5, a + 16 * a_stride + k * 2, a_stride);   // rows 16-31
+    _tile_loadd(6, b + (k / 2) * b_stride, b_stride);      // pairs [k/2, k/2+16), columns 0-15
+    _tile_loadd(7, b + (k / 2) * b_stride + 64, b_stride);  // columns 16-31
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  if (direct) {
+    _tile_stored(0, c, ldc * 4);
+    _tile_stored(1, c + 16, ldc * 4);
+    _tile_stored(2, c + 16 * ldc, ldc * 4);
+    _tile_stored(3, c + 16 * ldc + 16, ldc * 4);
+    return;
+  }
+  alignas(64) float acc[kMR * kNR];
+  _tile_stored(0, acc, kNR * 4);
+  _tile_stored(1, acc + 16, kNR * 4);
+  _tile_stored(2, acc + 16 * kNR, kNR * 4);
+  _tile_stored(3, acc + 16 * kNR + 16, kNR * 4);
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int i = 0; i < kMR; i++)
+    for (int h = 0; h < 2; h++) {
+      float* q = c + i * ldc + 16 * h;
+      const __m512 x = _mm512_load_ps(acc + i * kNR + 16 * h);
+      if (beta == 0.f) _mm512_storeu_ps(q, _mm512_mul_ps(va, x));
+      else _mm512_storeu_ps(q, _mm512_fmadd_ps(va, x, _mm512_mul_ps(vb, _mm512_loadu_ps(q))));
+    }
+}
+
+// 32 consecutive floats -> 32 bf16 in order (vcvtne2ps2bf16: nearest even, as pack_to_bf16).
+inline __m512i bf16_run(const float* src) {
+  return (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
+}
+inline __m512i bf16_run_masked(const float* src, int64_t n) {  // n < 32 floats, the rest zero
+  const __mmask16 lo = n >= 16 ? 0xffff : static_cast<__mmask16>((1u << n) - 1);
+  const __mmask16 hi = n <= 16 ? 0 : static_cast<__mmask16>((1u << (n - 16)) - 1);
+  return (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, src + 16), _mm512_maskz_loadu_ps(lo, src));
+}
+// Two rows k, k+1 of 16 floats -> 16 pair words (row k in the low half of each word).
+inline __m512i pairs_from_rows(__m512 r0, __m512 r1) {
+  const __m512i e = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(r0));
+  const __m512i o = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(r1));
+  return _mm512_or_si512(e, _mm512_slli_epi32(o, 16));
+}
+
+// A: rows [i0, i0+mc) x depth [p0, p0+kc) of op(A) into 32-row panels, each row's kcp bf16 contiguous.
+// Not transposed: a row's depth is a run of floats. Transposed (op(A) = A^T, depth along A's rows): two rows of
+// A (k, k+1) give the pair words of 16 output rows, scattered one word per row.
+void pack_a_amx(int MR, bool trans, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                void* out) {
+  const int64_t kcp = (kc + kDepth - 1) / kDepth * kDepth;
+  uint16_t* base = static_cast<uint16_t*>(out);
+  for (int64_t ip = 0; ip < mc; ip += MR) {
+    const int64_t mr = std::min<int64_t>(MR, mc - ip);
+    uint16_t* dst = base + ip * kcp;  // panel ip / MR: MR rows x kcp
+    if (!trans) {
+      for (int64_t i = 0; i < mr; i++) {
+        const float* src = A + (i0 + ip + i) * lda + p0;
+        uint16_t* d = dst + i * kcp;
+        int64_t k = 0;
+        for (; k + 32 <= kc; k += 32) _mm512_storeu_si512(d + k, bf16_run(src + k));
+        if (k < kc) _mm512_storeu_si512(d + k, bf16_run_masked(src + k, kc - k)), k += 32;
+        for (; k < kcp; k += 32) _mm512_storeu_si512(d + k, _mm512_setzero_si512());
+      }
+    } else {
+      uint32_t* dw = reinterpret_cast<uint32_t*>(dst);  // row i, pair p at word i * kcp / 2 + p
+      const int64_t row_words = kcp / 2;
+      for (int64_t h = 0; h < mr; h += 16) {
+        const int64_t n = std::min<int64_t>(16, mr - h);
+        const __mmask16 m = n == 16 ? 0xffff : static_cast<__mmask16>((1u << n) - 1);
+        const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                               _mm512_set1_epi32(static_cast<int>(row_words)));
+        for (int64_t k = 0; k < kc; k += 2) {
+          const float* r0 = A + (p0 + k) * lda + i0 + ip + h;
+          const __m512 v0 = _mm512_maskz_loadu_ps(m, r0);
+          const __m512 v1 = k + 1 < kc ? _mm512_maskz_loadu_ps(m, r0 + lda) : _mm512_setzero_ps();
+          _mm512_mask_i32scatter_epi32(dw + h * row_words + k / 2, m, idx, pairs_from_rows(v0, v1), 4);
+        }
+        for (int64_t i = h; i < h + n; i++)
+          std::memset(dst + i * kcp + (kc + 1) / 2 * 2, 0, (kcp - (kc + 1) / 2 * 2) * 2);
+      }
+    }
+    for (int64_t i = mr; i < MR; i++) std::memset(dst + i * kcp, 0, kcp * 2);  // padding rows
+  }
+}
+
+// B: depth [p0, p0+kc) x columns [j0, j0+nr) of op(B) into one 32-column panel of pair rows, kcp / 2 of them.
+void pack_b_amx(int NR, bool trans, const float* B, int64_t ldb, int64_t j0, int64_t nr, int64_t p0, int64_t kc,
+                void* out) {
+  const int64_t kcp = (kc + kDepth - 1) / kDepth * kDepth;
+  uint32_t* dst = static_cast<uint32_t*>(out);
+  int64_t done = 0;  // pair rows written
+  if (NR == kNR && nr == NR && !trans) {
+    for (int64_t p = 0; p < kc / 2; p++) {
+      const float* r0 = B + (p0 + 2 * p) * ldb + j0;
+      _mm512_storeu_si512(dst + p * kNR, pairs_from_rows(_mm512_loadu_ps(r0), _mm512_loadu_ps(r0 + ldb)));
+      _mm512_storeu_si512(dst + p * kNR + 16,
+                          pairs_from_rows(_mm512_loadu_ps(r0 + 16), _mm512_loadu_ps(r0 + ldb + 16)));
+    }
+    done = kc / 2;
+    if (kc & 1) {  // the last row alone: its pair partner is zero
+      const float* r0 = B + (p0 + kc - 1) * ldb + j0;
+      _mm512_storeu_si512(dst + done * kNR, pairs_from_rows(_mm512_loadu_ps(r0), _mm512_setzero_ps()));
+      _mm512_storeu_si512(dst + done * kNR + 16, pairs_from_rows(_mm512_loadu_ps(r0 + 16), _mm512_setzero_ps()));
+      done++;
+    }
+  } else if (NR == kNR && nr == NR) {  // transposed: column j's depth is a run along B's row j
+    alignas(64) uint32_t w[16];
+    for (int j = 0; j < kNR; j++) {
+      const float* src = B + (j0 + j) * ldb + p0;
+      int64_t k = 0;
+      for (; k + 32 <= kc; k += 32) {
+        _mm512_store_si512(w, bf16_run(src + k));
+#pragma GCC unroll 16
+        for (int q = 0; q < 16; q++) dst[(k / 2 + q) * kNR + j] = w[q];
+      }
+      for (; k < kc; k += 2) {
+        const uint32_t lo = pack_to_bf16(src[k]), hi = k + 1 < kc ? pack_to_bf16(src[k + 1]) : 0;
+        dst[(k / 2) * kNR + j] = lo | (hi << 16);
+      }
+    }
+    done = (kc + 1) / 2;
+  } else {
+    pack_b<uint16_t>(NR, trans, B, ldb, j0, nr, p0, kc, out);  // edges: the portable loops (pairs, zero-padded)
+    done = (kc + 1) / 2;
+  }
+  std::memset(dst + done * NR, 0, (kcp / 2 - done) * NR * 4);  // depth padding to a whole tile
+}
+
+}  // namespace
+
+}  // namespace frontier::tier_amx
+
+namespace frontier {
+
+const GemmKernel& gemm_kernel_amx_bf16() {
+  // KC x NR B micro-panel: 768 x 32 x 2 B = 48 KiB; MC x KC A block 128 x 768 x 2 B = 192 KiB (L2 is 2 MiB per
+  // core on the Xeons with AMX). KC is a multiple of the tile depth (32).
+  static const GemmKernel k{"amx 32x32", Precision::kBf16, tier_amx::ukernel_amx_32x32, tier_amx::kMR, tier_amx::kNR,
+                            768, 128, 2048, tier_amx::pack_a_amx, tier_amx::pack_b_amx, tier_amx::kDepth};
+  return k;
+}
+
+}  // namespace frontier
