@@ -176,8 +176,9 @@ std::string ProfileReport::table() const {
                 c["steps"].get<int>(), c["warmup"].get<int>());
   s += buf;
   std::snprintf(buf, sizeof(buf),
-                "machine: %d threads, FMA peak %.1f GFLOP/s, memory %.1f GB/s (%s); ridge %.1f FLOP/byte; %s\n\n",
-                m["threads"].get<int>(), m["fma_peak_gflops"].get<double>(), m["mem_gbs"].get<double>(),
+                "machine: %d threads, peak %.1f GFLOP/s (%s), memory %.1f GB/s (%s); ridge %.1f FLOP/byte; %s\n\n",
+                m["threads"].get<int>(), m["fma_peak_gflops"].get<double>(),
+                m.value("peak_unit", std::string("?")).c_str(), m["mem_gbs"].get<double>(),
                 m["source"].get<std::string>().c_str(), m["ridge_flop_per_byte"].get<double>(),
                 m["gemm_kernel"].get<std::string>().c_str());
   s += buf;
