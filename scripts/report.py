@@ -79,9 +79,9 @@ def row_bench(rel, depth, precision):
     m = d["machine"]
     t = [r for r in d["train"] if r["depth"] == depth and r["precision"] == precision][0]
     day = re.search(r"(\d{4}-\d{2}-\d{2})", rel).group(1)
-    figure = "%s tokens/s, MFU %.1f%%, %.2fx PyTorch's best (%s)" % ("{:,}".format(round(t["tokens_per_sec"])),
-                                                                    t["mfu_pct"], t["ratio_vs_torch_best"],
-                                                                    t["torch_best"])
+    figure = "%s tokens/s, MFU %.1f%% of the %s peak, %.2fx PyTorch's best (%s)" % (
+        "{:,}".format(round(t["tokens_per_sec"])), t["mfu_pct"], t.get("peak_unit", "unit's"), t["ratio_vs_torch_best"],
+        t["torch_best"])
     machine = "%s | %s | %d threads | %s" % (m["cpu"], m["isa"], m["threads"], precision)
     what = "Training speed, depth %d (%.1fM parameters), T %d" % (depth, t["params_M"], t["seq_len"])
     return (what, figure, machine, day, link(rel))
@@ -93,6 +93,7 @@ ROWS = [
     lambda: row_advise("docs/results/advise-wiki-300.json", "Advisor's pick for Wikipedia, %d s"),
     lambda: row_validations("docs/codesign/30min/validations.jsonl", "Advisor's pick for Wikipedia, %d min"),
     lambda: row_bench("docs/bench-2026-12-03-s4.json", 8, "bf16"),
+    lambda: row_bench("docs/bench-2026-12-06-s15.json", 8, "bf16"),
 ]
 
 
