@@ -46,7 +46,7 @@ void add_advise_command(CLI::App& app, Commands& cmds) {
       ->capture_default_str();
   ad->add_option("--seeds", ao->seeds, "Seeds of the base and of the levers' combination in the architecture stage")
       ->check(CLI::Range(1, 16))->capture_default_str();
-  ad->add_option("--isa", ao->isa, "Advise for this instruction-set tier of this CPU (ref, avx2, avx512, avx512bf16; "
+  ad->add_option("--isa", ao->isa, "Advise for this instruction-set tier of this CPU (ref, avx2, avx512, avx512bf16, amx; "
                  "default: the best it has), as FRONTIER_ISA");
   ad->add_option("--threads", ao->threads, "Advise for this many threads (default: the base's train.threads, 0 = all "
                  "cores)")->check(CLI::Range(0, 4096))->capture_default_str();

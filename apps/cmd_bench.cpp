@@ -86,7 +86,7 @@ void add_bench_command(CLI::App& app, Commands& cmds) {
                "tcmalloc) and print ours / best of all");
   bn->add_flag("--no-scaling", a->no_scaling, "Skip the 1-thread runs (thread speedup)");
   bn->add_option("--precision", a->precision,
-                 "auto: fp32, plus bf16 where the CPU has native bf16 (tier avx512bf16); fp32: fp32 only; all: both")
+                 "auto: fp32, plus bf16 where the CPU has native bf16 (tiers avx512bf16 and amx); fp32: fp32 only; all: both")
       ->check(CLI::IsMember({"auto", "fp32", "all"}))
       ->capture_default_str();
   cmds.push_back({bn, [a] { return run_bench_command(*a); }});
