@@ -214,8 +214,14 @@ TEST(ArenaE2E, EveryOutcomeIsRecordedWithItsReason) {
   nlohmann::json hoard = nlohmann::json::parse(a.run.at("hoarder").details)["eval"];
   EXPECT_EQ(hoard["evidence"]["check"], "causal");
   EXPECT_LE(hoard["worst_probe_change"].get<double>(), 1e-4);
-  EXPECT_GT(hoard["evidence"]["next_token_logp_batch"].get<double>(),
-            hoard["evidence"]["next_token_logp_streamed"].get<double>() + 0.1);
+  // The fake mixes half of the next token into each row it serves with the future known (p' = p/2 + 1/2) and the
+  // streamed row is the honest one, so the evidence pins the batch figure exactly. (A fixed gap such as 0.1 does
+  // not hold: the gain log((p + 1) / 2) - log p shrinks as the trained model's p grows, and a faster tier trains
+  // further in the same budget: measured 0.09 at p 0.84 on the AMX tier, 2026-12-06.)
+  const double streamed = hoard["evidence"]["next_token_logp_streamed"].get<double>();
+  const double batch = hoard["evidence"]["next_token_logp_batch"].get<double>();
+  EXPECT_GT(batch, streamed);
+  EXPECT_NEAR(batch, std::log(0.5 * std::exp(streamed) + 0.5), 1e-3) << hoard.dump();  // two runs of one model
   // Phase 2: the composite from the organiser's own val_bpb and CORE.
   ASSERT_TRUE(a.run.count("delta"));
   const RecordRow& dr = a.run.at("delta");
