@@ -46,7 +46,7 @@ std::string big_dataset() {
 std::string base_toml(const std::string& dir, const std::string& data) {
   std::string p = dir + "/base.toml";
   write_text(p, "[model]\ndim = 64\nhead_dim = 32\nseq_len = 32\n[train]\ndata = \"" + data +
-                    "\"\nmicro_batch = 4\npeak_gflops = 100.0\nthreads = 1\n[eval]\ntokens = 2048\n");
+                    "\"\nmicro_batch = 4\npeak_gflops = 100.0\nthreads = 1\nprecision = \"fp32\"\n[eval]\ntokens = 2048\n");
   return p;
 }
 
@@ -219,7 +219,7 @@ TEST(Advise, EndToEndThenFromTheCache) {
   // A compared config of a candidate's shape with another recipe (learning rates) takes that shape's step time, so
   // it trains the same steps as the candidate: the comparison is of recipes, not of two probes.
   write_text(d + "/same_shape.toml", "[model]\ndepth = 1\ndim = 64\nhead_dim = 32\nseq_len = 32\n[train]\ndata = \"" +
-                                         big_dataset() + "/data\"\nmicro_batch = 4\nthreads = 1\n[optim]\n"
+                                         big_dataset() + "/data\"\nmicro_batch = 4\nthreads = 1\nprecision = \"fp32\"\n[optim]\n"
                                          "matrix_lr = 0.01\n[eval]\ntokens = 2048\n");
   r = run_cmd(cmd + "--validate 0 --compare " + d + "/same_shape.toml");
   ASSERT_EQ(r.rc, 0) << r.out;
