@@ -227,7 +227,8 @@ TEST(Gemm, SymmetricEqualsFullProductBitwise) {
 
 // A B packed once (gemm_pack_b over (Kp, Np)) and used through a prefix (K <= Kp rows, N <= Np columns) gives
 // the same bits as gemm on that prefix: the same K blocking and per-element order. Both layouts of A and of B, both
-// precisions (bf16: odd K reads half a pair against A's zero padding).
+// precisions (bf16: odd K reads half a pair against A's zero padding; AMX: a prefix reads to its next 32 rows,
+// the panel's next data or the zeroed slack after the last panel, against the same padding).
 TEST(Gemm, PrepackedBPrefixEqualsGemm) {
   const int64_t Kp = 1101, Np = 77;  // Kp > KC: several depth blocks; Np: a partial last panel
   for (Precision p : {Precision::kFp32, Precision::kBf16})
@@ -239,7 +240,6 @@ TEST(Gemm, PrepackedBPrefixEqualsGemm) {
           Aligned Bp(gemm_packed_b_bytes(p, Kp, Np));
           gemm_pack_b(p, tb, Kp, Np, Bfull.data(), ldb, Bp.p);
           std::vector<float> want(M * N, 1.f), got(M * N, 1.f);
-          // (the prepacked API's kernel: at the amx tier the avx512bf16 one, gemm.h)
           gemm_with(gemm_kernel_prepacked(p), ta, tb, M, N, K, 0.5f, A.data(), lda, Bfull.data(), ldb, 2.f,
                     want.data(), N);
           gemm_prepacked_b(p, ta, M, N, K, 0.5f, A.data(), lda, Bp.p, Kp, 2.f, got.data(), N);

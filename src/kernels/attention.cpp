@@ -30,11 +30,15 @@ struct AlignedBytes {
 
 // Query rows per block (the scratch of scores is kBlock x its key range) and per strip (the unit of the masked
 // triangles: products run strip by strip over the keys each strip sees, for_each_strip / for_each_key_strip).
-// Both multiples of every microkernel's MR (4, 6, 12). Measured here (Xeon, 2 threads, fp32, T 2048, W 512, best of
-// 40 interleaved): blocks of 96 without strips 0.54 of the full layer's fwd+bwd time; 96 / 24 0.52; 192 / 24 0.50;
-// 192 / 48 0.52. The full layer's own time did not move.
+// Strips are a multiple of the microkernel's MR (4, 6, 12: 24; AMX's 32: 32, a whole tile of rows, since a strip of
+// 24 would run every tile through the edge path) and blocks a multiple of both. Measured here (Xeon, 2 threads,
+// fp32, T 2048, W 512, best of 40 interleaved): blocks of 96 without strips 0.54 of the full layer's fwd+bwd time;
+// 96 / 24 0.52; 192 / 24 0.50; 192 / 48 0.52. The full layer's own time did not move.
 constexpr int64_t kBlock = 192;
-constexpr int64_t kStrip = 24;
+int64_t strip_rows(Precision prec) {
+  const int MR = gemm_kernel_prepacked(prec).MR;
+  return 24 % MR == 0 ? 24 : MR;
+}
 
 // P (bq, nk) <- softmax over the keys row r sees, of S (already scaled) whose column j is key s0 + j: query
 // t = i0 + r sees keys [lo, t], lo = max(0, t - window) with a window, else 0; every other entry becomes 0.
@@ -69,22 +73,22 @@ int64_t first_key(int64_t i0, int64_t window, int64_t align) {
   return window > 0 && i0 > window ? (i0 - window) / align * align : 0;
 }
 
-// The query block [i0, i0 + bq) in strips of kStrip rows, each with the keys it sees: f(r0, m, a0, ka) for rows
+// The query block [i0, i0 + bq) in strips of `strip` rows, each with the keys it sees: f(r0, m, a0, ka) for rows
 // [i0 + r0, i0 + r0 + m) and keys [a0, a0 + ka), a0 = first_key of the strip (>= s0, the block's). The products
 // whose rows are queries (S = Q K^T, dP = dO V^T; P V and dS K over their keys) run strip by strip, so the masked
 // triangles at both edges of a block's key range cost one strip each instead of the whole block; entries of a row
 // outside its strip's keys are never written, and the softmax zeroes everything outside the row's own keys.
 template <class F>
-void for_each_strip(int64_t i0, int64_t bq, int64_t s0, int64_t window, int64_t align, F&& f) {
-  for (int64_t r0 = 0; r0 < bq; r0 += kStrip) {
-    const int64_t m = std::min(kStrip, bq - r0), a0 = std::max(s0, first_key(i0 + r0, window, align));
+void for_each_strip(int64_t i0, int64_t bq, int64_t s0, int64_t window, int64_t align, int64_t strip, F&& f) {
+  for (int64_t r0 = 0; r0 < bq; r0 += strip) {
+    const int64_t m = std::min(strip, bq - r0), a0 = std::max(s0, first_key(i0 + r0, window, align));
     f(r0, m, a0, i0 + r0 + m - a0);
   }
 }
 
 // Byte offset of key s0 (s0 % NR == 0) in a buffer packed by gemm_pack_b with keys as its columns (K^T: D x T):
 // s0 / NR whole panels.
-int64_t packed_col_offset(Precision prec, int64_t D, int64_t s0) { return gemm_packed_b_bytes(prec, D, s0); }
+int64_t packed_col_offset(Precision prec, int64_t D, int64_t s0) { return gemm_packed_b_offset(prec, D, s0); }
 
 // Byte offset of key s0 (even) in a buffer packed with keys as its rows (V: T x D): s0 rows into the first panel.
 // gemm_prepacked_b given that pointer and the full packed depth T keeps the panel stride, so every panel is read
@@ -95,17 +99,19 @@ int64_t packed_row_offset(Precision prec, int64_t s0) {
 }
 
 // The products whose rows are keys (dV += P^T dO, dK += dS^T Q) over the block's keys [s0, s0 + nk) in strips
-// of kStrip keys, each with the query rows that see one of them: R (bq rows of the block, D wide, row stride ldr) is packed
-// once as B into Rp, then f(c0, m, r0, kr, Bp) for keys [s0 + c0, s0 + c0 + m) and block rows [r0, r0 + kr), Bp
-// pointing at packed row r0 (r0 even, for bf16 pairs: the row before is a masked one, P = 0 there).
+// of strip_rows keys, each with the query rows that see one of them: R (bq rows of the block, D wide, row stride
+// ldr) is packed once as B into Rp, then f(c0, m, r0, kr, Bp) for keys [s0 + c0, s0 + c0 + m) and block rows
+// [r0, r0 + kr), Bp pointing at packed row r0 (r0 even, for bf16 pairs: the row before is a masked one, P = 0
+// there).
 template <class F>
 void for_each_key_strip(int64_t i0, int64_t bq, int64_t s0, int64_t nk, int64_t window, Precision prec,
                         int64_t D, const float* R, int64_t ldr, void* Rp, F&& f) {
   const GemmKernel& gk = gemm_kernel_prepacked(prec);
   const int64_t row_align = std::max<int64_t>(2, 64 / (gk.NR * gk.elem_bytes()));
   gemm_pack_b(prec, false, bq, D, R, ldr, Rp);
-  for (int64_t c0 = 0; c0 < nk; c0 += kStrip) {
-    const int64_t m = std::min(kStrip, nk - c0), s = s0 + c0;  // keys [s, s + m)
+  const int64_t strip = strip_rows(prec);
+  for (int64_t c0 = 0; c0 < nk; c0 += strip) {
+    const int64_t m = std::min(strip, nk - c0), s = s0 + c0;  // keys [s, s + m)
     const int64_t lo = std::max(i0, s) - i0, hi = (window > 0 ? std::min(i0 + bq, s + m + window) : i0 + bq) - i0;
     if (hi <= lo) continue;
     const int64_t r0 = lo / row_align * row_align;
@@ -120,7 +126,7 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
                              int64_t window) {
   FRONTIER_CHECK(H % Hkv == 0 && window >= 0);
   const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
-  const int64_t align = std::lcm<int64_t>(16, gemm_kernel_prepacked(prec).NR);
+  const int64_t align = std::lcm<int64_t>(16, gemm_kernel_prepacked(prec).NR), strip = strip_rows(prec);
   const int64_t max_nk = window > 0 ? std::min(T, window + kBlock + align) : T;  // widest key range of a block
   if (scale == 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel
@@ -140,12 +146,12 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
         const int64_t i0 = blk * kBlock, i1 = std::min(T, i0 + kBlock), bq = i1 - i0;
         const int64_t s0 = first_key(i0, window, align), nk = i1 - s0;  // keys [s0, i1)
         const float* Q = q + ((b * T + i0) * H + h) * D;  // rows stride H*D
-        for_each_strip(i0, bq, s0, window, align, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
+        for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
           gemm_prepacked_b(prec, false, m, ka, D, scale, Q + r0 * H * D, H * D,
                            Ktp + packed_col_offset(prec, D, a0), D, 0.f, S.data() + r0 * nk + (a0 - s0), nk);
         });
         causal_softmax_rows(S.data(), bq, nk, i0, s0, window, lse + (b * H + h) * T + i0, nullptr);
-        for_each_strip(i0, bq, s0, window, align, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
+        for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
           gemm_prepacked_b(prec, false, m, D, ka, 1.f, S.data() + r0 * nk + (a0 - s0), nk,
                            Vpp + packed_row_offset(prec, a0), T, 0.f, out + ((b * T + i0 + r0) * H + h) * D, H * D);
         });
@@ -159,7 +165,7 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
                               int64_t Hkv, int64_t D, Precision prec, float scale, int64_t window) {
   FRONTIER_CHECK(H % Hkv == 0 && window >= 0);
   const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
-  const int64_t align = std::lcm<int64_t>(16, gemm_kernel_prepacked(prec).NR);
+  const int64_t align = std::lcm<int64_t>(16, gemm_kernel_prepacked(prec).NR), strip = strip_rows(prec);
   const int64_t max_nk = window > 0 ? std::min(T, window + kBlock + align) : T;  // widest key range of a block
   if (scale == 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel
@@ -187,7 +193,7 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
           const float *Q = q + row0, *dO = dout + row0, *O = out + row0;
           float* dQ = dq + row0;
           const int64_t kcol = packed_col_offset(prec, D, s0);
-          for_each_strip(i0, bq, s0, window, align, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
+          for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
             gemm_prepacked_b(prec, false, m, ka, D, scale, Q + r0 * H * D, H * D,
                              Ktp + packed_col_offset(prec, D, a0), D, 0.f, P.data() + r0 * nk + (a0 - s0), nk);
           });
@@ -197,7 +203,7 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
                                gemm_prepacked_b(prec, true, m, D, kr, 1.f, P.data() + r0 * nk + c0, nk, Bp, bq, 1.f,
                                                 dV + (s0 + c0) * Hkv * D, Hkv * D);  // dV += P^T dO
                              });
-          for_each_strip(i0, bq, s0, window, align, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
+          for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
             gemm_prepacked_b(prec, false, m, ka, D, 1.f, dO + r0 * H * D, H * D,
                              Vtp + packed_col_offset(prec, D, a0), D, 0.f, dP.data() + r0 * nk + (a0 - s0),
                              nk);  // dP = dO V^T
@@ -210,7 +216,7 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
             const int64_t t = i0 + r, lo = (window > 0 ? std::max<int64_t>(0, t - window) : 0) - s0, hi = t + 1 - s0;
             for (int64_t s = lo; s < hi; s++) pr[s] = pr[s] * (dpr[s] - acc) * scale;  // P is 0 outside [lo, hi)
           }
-          for_each_strip(i0, bq, s0, window, align, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
+          for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
             gemm_prepacked_b(prec, false, m, D, ka, 1.f, P.data() + r0 * nk + (a0 - s0), nk,
                              Kpp + packed_row_offset(prec, a0), T, 1.f, dQ + r0 * H * D, H * D);  // dQ += dS K
           });

@@ -22,11 +22,11 @@
 // (reference/attention.h).
 //
 // The masked triangles at both edges of a block's keys are skipped a strip at a time: the products whose rows are
-// queries (Q K^T, P V, dO V^T, dS K) run over strips of kStrip query rows, each from its own first key; those whose
-// rows are keys (P^T dO, dS^T Q) over strips of kStrip keys, each over the query rows that see them. A strip's first
-// key is max(0, i - W) rounded down to the packed layout's granule (16 keys, or NR if larger), so a layer with window
-// W costs O(T (W + kStrip) D), not O(T^2 D). Measured (Xeon, 2 cores, fp32, B 1, T 2048, H 4, D 128, best of 40,
-// a loaded machine): W = 512 takes 0.50 of the full layer's fwd+bwd time (0.54 with 96-row blocks and no strips)
+// queries (Q K^T, P V, dO V^T, dS K) run over strips of query rows (24; 32, a tile's rows, at the amx tier), each
+// from its own first key; those whose rows are keys (P^T dO, dS^T Q) over strips of as many keys, each over the
+// query rows that see them. A strip's first key is max(0, i - W) rounded down to the packed layout's granule (16
+// keys, or NR if larger), so a layer with window W costs O(T (W + strip) D), not O(T^2 D). Measured (Xeon, 2 cores,
+// fp32, B 1, T 2048, H 4, D 128, best of 40, a loaded machine): W = 512 takes 0.50 of the full layer's fwd+bwd time (0.54 with 96-row blocks and no strips)
 // for 0.44 of its FLOPs; packing all T keys (5 T D per head) does not shrink with W.
 #pragma once
 

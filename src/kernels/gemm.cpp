@@ -125,11 +125,19 @@ void gemm_driver(const GemmKernel& bs, bool lower, bool ta, bool tb, int64_t M, 
   }
 }
 
+// The slack after the last panel (gemm_packed_b_bytes): a kernel that pads depth to whole tiles (k_align, AMX's
+// 32) reads a product's depth rounded up to a tile from wherever it starts in a panel, so a product over rows
+// [k0, k0 + K') of a packed buffer reads up to a tile past k0 + K': the next rows of the panel (finite data, times
+// A's zero depth padding: exact zeros), the next panel's first rows, or, after the last panel, this zeroed slack.
+int64_t slack_bytes(const GemmKernel& bs) { return static_cast<int64_t>(bs.k_align) * bs.NR * bs.elem_bytes(); }
+
 void pack_b_all(const GemmKernel& bs, bool tb, int64_t K, int64_t N, const float* B, int64_t ldb, char* Bp) {
   const int64_t Kpad = round_up(K, bs.kp());
-  for (int64_t q = 0; q * bs.NR < N; q++)
+  int64_t q = 0;
+  for (; q * bs.NR < N; q++)
     bs.pack_b(bs.NR, tb, B, ldb, q * bs.NR, std::min<int64_t>(bs.NR, N - q * bs.NR), 0, K,
               Bp + q * bs.NR * Kpad * bs.elem_bytes());
+  std::memset(Bp + q * bs.NR * Kpad * bs.elem_bytes(), 0, static_cast<size_t>(slack_bytes(bs)));
 }
 
 void prepacked(const GemmKernel& bs, bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
@@ -170,12 +178,7 @@ const GemmKernel& gemm_kernel_for(Isa t, Precision p) {
 
 const GemmKernel& gemm_kernel(Precision p) { return gemm_kernel_for(active_isa(), p); }
 
-// The prepacked-B API below (attention's K^T and V panels) offsets into panels at any even depth and multiplies
-// depths that are not multiples of 32, so at the amx tier it keeps the avx512bf16 kernel: the AMX kernel pads every
-// product's depth to its 32-deep tiles and would read past such an offset's rows.
-const GemmKernel& gemm_kernel_prepacked(Precision p) {
-  return active_isa() == Isa::kAmx ? gemm_kernel_for(Isa::kAvx512Bf16, p) : gemm_kernel(p);
-}
+const GemmKernel& gemm_kernel_prepacked(Precision p) { return gemm_kernel(p); }
 
 const GemmKernel& gemm_kernel_ref(Precision p) {
   return p == Precision::kBf16 ? gemm_kernel_ref_bf16() : gemm_kernel_ref_fp32();
@@ -202,7 +205,12 @@ void gemm_symmetric(Precision p, bool ta, bool tb, int64_t M, int64_t K, float a
 
 int64_t gemm_packed_b_bytes(Precision p, int64_t K, int64_t N) {
   const GemmKernel& bs = gemm_kernel_prepacked(p);
-  return (N + bs.NR - 1) / bs.NR * bs.NR * round_up(K, bs.kp()) * bs.elem_bytes();
+  return gemm_packed_b_offset(p, K, N) + slack_bytes(bs);
+}
+
+int64_t gemm_packed_b_offset(Precision p, int64_t K, int64_t j) {
+  const GemmKernel& bs = gemm_kernel_prepacked(p);
+  return (j + bs.NR - 1) / bs.NR * bs.NR * round_up(K, bs.kp()) * bs.elem_bytes();
 }
 
 void gemm_pack_b(Precision p, bool tb, int64_t K, int64_t N, const float* B, int64_t ldb, void* Bp) {

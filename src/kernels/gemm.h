@@ -64,8 +64,7 @@ struct GemmKernel {
 const GemmKernel& gemm_kernel(Precision p);
 const GemmKernel& gemm_kernel_for(Isa t, Precision p);
 const GemmKernel& gemm_kernel_ref(Precision p);  // the portable ones, always available
-// The kernel of the prepacked-B API (gemm_pack_b, gemm_prepacked_b and their callers' panel offsets): the active
-// one, except at the amx tier, where it is avx512bf16's (gemm.cpp says why).
+// The kernel of the prepacked-B API (gemm_pack_b, gemm_prepacked_b and their callers' panel offsets): the active one.
 const GemmKernel& gemm_kernel_prepacked(Precision p);
 
 void gemm(Precision p, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
@@ -92,7 +91,12 @@ inline void sgemm_symmetric(bool trans_a, bool trans_b, int64_t M, int64_t K, fl
 // leading (K' <= Kp, N') part of a buffer packed over (Kp, Np): a prefix of keys is a prefix of rows or of panels
 // (with bf16 pairs, an odd K' reads one padding-or-next row against A's zero padding). Bp must be 64-byte aligned.
 // One thread: for callers that parallelise outside. Pack and multiply at the same precision and tier.
+// A kernel that pads depth to whole tiles (GemmKernel::k_align: AMX) reads a prefix's or an offset product's depth
+// rounded up to a tile: the rows past it are the panel's next ones (or a zeroed slack after the last panel, which
+// gemm_packed_b_bytes counts and gemm_pack_b writes), multiplied by A's zero padding, so they must be finite: they
+// are packed data. gemm_packed_b_offset: the byte offset of column j (a multiple of NR) in such a buffer.
 int64_t gemm_packed_b_bytes(Precision p, int64_t K, int64_t N);
+int64_t gemm_packed_b_offset(Precision p, int64_t K, int64_t j);
 void gemm_pack_b(Precision p, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, void* Bp);
 void gemm_prepacked_b(Precision p, bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                       int64_t lda, const void* Bp, int64_t Kp, float beta, float* C, int64_t ldc);
