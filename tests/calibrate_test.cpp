@@ -59,6 +59,21 @@ TEST(Calibrate, SavesCeilingsAndTrainReadsThem) {
     std::snprintf(line, sizeof(line), "%s peak %.1f GFLOP/s (2 threads, calibration file)", peak_unit_name(unit), want);
     EXPECT_NE(r.out.find(line), std::string::npos) << "want '" << line << "' in\n" << r.out;
   }
+  // The file of 2 threads serves a 1-thread run with its 1-thread measurements (the _1t fields).
+  j["fma_gflops_1t"] = 123.5;
+  if (isa_supported(Isa::kAvx512)) j["avx512_gflops_1t"] = 234.5;
+  write_text(cache + "/calibration.json", j.dump());
+  r = run_cmd("FRONTIER_CACHE=" + cache + " " +
+              train_cmd("--budget 1000 --set train.max_steps=1 --set train.threads=1 --set train.peak_gflops=0 "
+                        "--set train.precision=fp32 --set train.run_dir=" + dataset() + "/calib_run_1t"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  {
+    const PeakUnit unit = peak_unit_for(Precision::kFp32, active_isa());
+    char line[160];
+    std::snprintf(line, sizeof(line), "%s peak %.1f GFLOP/s (1 threads, calibration file)", peak_unit_name(unit),
+                  unit == PeakUnit::kAvx2Fma ? 123.5 : 234.5);
+    EXPECT_NE(r.out.find(line), std::string::npos) << "want '" << line << "' in\n" << r.out;
+  }
   // A file from an older Frontier (no key for a unit this CPU has) is not trusted: the peak is measured now.
   if (isa_supported(Isa::kAvx512)) {
     j.erase("avx512_gflops");

@@ -213,20 +213,24 @@ bool load_calibration(const std::string& path, int threads, Calibration* c) {
                  path.c_str(), bad.c_str());
     return false;
   }
-  if (j.value("threads", 0.0) != threads || !(j.value("fma_gflops", 0.0) > 0)) return false;
+  // A file of N threads also serves 1 thread: every calibration measures each unit on one thread too (the _1t
+  // fields), so `advise --threads 1` or train.threads = 1 need no second calibration.
+  const bool one_of_many = threads == 1 && j.value("threads", 0.0) > 1;
+  const int all = one_of_many ? 1 : 0;  // kJsonKey column of the all-threads value: the _1t one for one thread
+  if ((j.value("threads", 0.0) != threads && !one_of_many) || !(j.value(kJsonKey[0][all], 0.0) > 0)) return false;
   for (int u = 1; u < kPeakUnits; u++)  // a file written before this unit was measured, or on another CPU
-    if (peak_unit_supported(static_cast<PeakUnit>(u)) && !(j.value(kJsonKey[u][0], 0.0) > 0)) return false;
+    if (peak_unit_supported(static_cast<PeakUnit>(u)) && !(j.value(kJsonKey[u][all], 0.0) > 0)) return false;
   c->threads = threads;
   c->fma_gflops_1t = j.value("fma_gflops_1t", 0.0);
-  c->fma_gflops = j.value("fma_gflops", 0.0);
+  c->fma_gflops = j.value(kJsonKey[0][all], 0.0);
   c->avx512_gflops_1t = j.value("avx512_gflops_1t", 0.0);
-  c->avx512_gflops = j.value("avx512_gflops", 0.0);
+  c->avx512_gflops = j.value(kJsonKey[1][all], 0.0);
   c->bf16_gflops_1t = j.value("bf16_gflops_1t", 0.0);
-  c->bf16_gflops = j.value("bf16_gflops", 0.0);
+  c->bf16_gflops = j.value(kJsonKey[2][all], 0.0);
   c->amx_gflops_1t = j.value("amx_gflops_1t", 0.0);
-  c->amx_gflops = j.value("amx_gflops", 0.0);
+  c->amx_gflops = j.value(kJsonKey[3][all], 0.0);
   c->mem_gbs_1t = j.value("mem_gbs_1t", 0.0);
-  c->mem_gbs = j.value("mem_gbs", 0.0);
+  c->mem_gbs = j.value(one_of_many ? "mem_gbs_1t" : "mem_gbs", 0.0);
   return true;
 }
 
