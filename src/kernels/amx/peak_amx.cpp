@@ -5,23 +5,14 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "kernels/amx/tile_config.h"
 #include "kernels/peak.h"
 
 namespace frontier {
 
-namespace {
-struct alignas(64) PeakTileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-}  // namespace
-
 double peak_loop_amx_bf16(int64_t iters) {
-  static const PeakTileConfig cfg;
   alignas(64) static const uint16_t zeros[16 * 32] = {};  // the unit's speed does not depend on the values
-  _tile_loadconfig(&cfg);
+  _tile_loadconfig(&tier_amx::tile_config());
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);

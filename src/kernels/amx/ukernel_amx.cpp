@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/amx/tile_config.h"
 #include "kernels/gemm_kernels.h"
 #include "kernels/gemm_pack.h"
 
@@ -28,22 +29,6 @@ namespace frontier::tier_amx {
 namespace {
 
 constexpr int kMR = 32, kNR = 32, kDepth = 32;  // k per tile product
-
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-const TileConfig& tile_config() {
-  static const TileConfig c = [] {
-    TileConfig t;
-    for (int i = 0; i < 8; i++) t.colsb[i] = 64, t.rows[i] = 16;  // every tile 16 rows x 64 bytes
-    return t;
-  }();
-  return c;
-}
 
 void ukernel_amx_32x32(int64_t kc, const void* ap, const void* bp, float* c, int64_t ldc, float alpha, float beta) {
   const int64_t kcp = (kc + kDepth - 1) / kDepth * kDepth;
