@@ -1051,7 +1051,7 @@ Status run_advise(const AdviseOptions& o) {
     // The learning rate: the best measured shape again at each multiple of the base's rates.
     double best_bpb = measured[best], best_scale = 1.0;
     int runs = static_cast<int>(picks.size());
-    if (!o.lr_scales.empty())
+    if (std::any_of(o.lr_scales.begin(), o.lr_scales.end(), [](double sc) { return sc != 1.0; }))
       std::printf("\ntraining %s at the full budget with the base's learning rates scaled\n",
                   picks[best]->label().c_str());
     for (double sc : o.lr_scales) {
