@@ -33,6 +33,8 @@ def parse(path):
         p["cands"].append(dict(depth=int(r.group(1)), T=int(r.group(2)), dim=int(r.group(3)), N=r.group(4),
                                tps=int(r.group(5)), steps=int(r.group(6)), tokens=r.group(7), mfu=int(r.group(9)),
                                predicted=float(r.group(12))))
+    p["measured"] = [dict(depth=int(v.group(1)), T=int(v.group(2)), bpb=float(v.group(3))) for v in re.finditer(
+        r"^validate\s+depth (\d+) T (\d+)\s+\d+ steps .*?measured ([\d.]+)", text, re.M)]
     m = re.search(r"^advice: depth (\d+) T (\d+).*?predicted val_bpb ([\d.]+), measured ([\d.]+)", text, re.M)
     if m:
         p["advice"] = dict(depth=int(m.group(1)), T=int(m.group(2)), predicted=float(m.group(3)),
@@ -42,19 +44,22 @@ def parse(path):
     return p
 
 
-def label(p):
-    return f"{p['isa']} {p['precision']}, {p['threads']} thread{'s' if p['threads'] > 1 else ''}"
+def label(p, cpu=False):
+    s = f"{p['isa']} {p['precision']}, {p['threads']} thread{'s' if p['threads'] > 1 else ''}"
+    return s + f" ({p['cpu']})" if cpu else s
 
 
 def table(profiles):
     print("| profile | peak (unit) | advised shape | tokens/s | steps | tokens | MFU | predicted | measured | "
-          "runner-up (predicted) |")
+          "runner-up |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---|")
     for p in profiles:
         a = p["advice"]
         best = next((c for c in p["cands"] if a and c["depth"] == a["depth"] and c["T"] == a["T"]), p["cands"][0])
+        others = [v for v in p["measured"] if (v["depth"], v["T"]) != (best["depth"], best["T"])]
         other = next((c for c in p["cands"] if c is not best), None)
-        ru = f"depth {other['depth']} ({other['predicted']:.4f})" if other else "-"
+        ru = (f"depth {others[0]['depth']} T {others[0]['T']}: measured {others[0]['bpb']:.4f}" if others
+              else f"depth {other['depth']}: predicted {other['predicted']:.4f}" if other else "-")
         meas = f"**{a['measured']:.4f}**" if a else "-"
         print(f"| {label(p)} | {p['peak']:,} GFLOP/s ({p['unit']}) | depth {best['depth']} (dim {best['dim']}), "
               f"T {best['T']} | {best['tps']:,} | {best['steps']:,} | {best['tokens']} | {best['mfu']}% | "
@@ -68,26 +73,33 @@ def chart(profiles, out):
         import matplotlib.pyplot as plt
     except ImportError:
         sys.exit("the chart needs matplotlib: apt-get install python3-matplotlib (the table above needs nothing)")
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.4))
+    cpus = {p["cpu"] for p in profiles}
     for p in profiles:
-        cs = sorted(p["cands"], key=lambda c: c["depth"])
+        T = p["advice"]["T"] if p["advice"] else p["cands"][0]["T"]  # one line per profile: the advice's length
+        cs = sorted((c for c in p["cands"] if c["T"] == T), key=lambda c: c["depth"])
         d = [c["depth"] for c in cs]
-        line, = ax1.plot(d, [c["predicted"] for c in cs], marker="o", label=label(p))
-        ax2.plot(d, [c["tps"] for c in cs], marker="o", color=line.get_color(), label=label(p))
+        line, = ax1.plot(d, [c["predicted"] for c in cs], marker="o", markersize=4,
+                         label=label(p, len(cpus) > 1) + f", T {T}")
+        ax2.plot(d, [c["tps"] for c in cs], marker="o", markersize=4, color=line.get_color())
+        ms = [v for v in p["measured"] if v["T"] == T]
+        ax1.plot([v["depth"] for v in ms], [v["bpb"] for v in ms], linestyle="none", marker="s", markersize=7,
+                 markerfacecolor="none", color=line.get_color())
         a = p["advice"]
         if a:
-            ax1.plot([a["depth"]], [a["measured"]], marker="*", markersize=14, color=line.get_color(),
-                     markeredgecolor="black")
-    ax1.set_xlabel("depth (width follows from it; T 512)")
-    ax1.set_ylabel("val_bpb at %d s (line: predicted; star: the advice, measured)" % profiles[0]["budget"])
-    ax1.set_title("the optimum moves with the hardware")
-    ax1.legend(fontsize=8)
+            ax1.plot([a["depth"]], [a["measured"]], marker="*", markersize=15, color=line.get_color(),
+                     markeredgecolor="black", linestyle="none")
+    ax1.set_xlabel("depth (the width follows from it)")
+    ax1.set_ylabel("val_bpb at %d s" % profiles[0]["budget"])
+    ax1.set_title("line: predicted; square: trained; star: the advice", fontsize=9)
+    ax1.legend(fontsize=7)
     ax2.set_yscale("log")
     ax2.set_xlabel("depth")
     ax2.set_ylabel("training tokens/s (measured step)")
-    ax2.set_title("because the step's cost does")
-    cpu = profiles[0]["cpu"]
-    fig.suptitle(f"frontier advise on Wikipedia, one CPU ({cpu}), several hardware profiles", fontsize=10)
+    ax2.set_title("what the step costs on each profile", fontsize=9)
+    where = f"one CPU ({cpus.pop()})" if len(cpus) == 1 else "several CPUs"
+    fig.suptitle(f"frontier advise on Wikipedia at {profiles[0]['budget']} s: the best shape per hardware profile, "
+                 f"{where}", fontsize=10)
     fig.tight_layout()
     fig.savefig(out)
     print(f"\nwrote {out}")

@@ -35,4 +35,8 @@ for p in $PROFILES; do
       | tee "$OUT/$name.txt"
   "$F" advise --budget "$BUDGET" --data "$WIKI" --out "$OUT/$name.toml" $C \
       --isa "$isa" --threads "$threads" --precision "$prec" | tee -a "$OUT/$name.txt"
+  # Where the advised model's step goes on this profile: per-op time against the profile's roofline (compute- or
+  # memory-bound), from a few profiled steps (a timing: a quiet machine again).
+  FRONTIER_ISA="$isa" "$F" profile --config "$OUT/$name.toml" --set train.threads="$threads" \
+      --set train.precision="$prec" --steps 3 --trace "" > "$OUT/$name-profile.txt"
 done

@@ -125,6 +125,11 @@ TEST(Profile, CliWritesTraceAndRejectsBadKeys) {
                    "--steps 1 --peak-gflops 100 --mem-gbs 20 --trace " + dir + "/t.json --json " + dir + "/p.json");
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("MFU"), std::string::npos) << r.out;
+  // train.threads is the thread count profiled, as train runs it (was ignored: every profile ran on all CPUs).
+  auto one = run_cmd(frontier_bin() + " profile --set model.depth=1 --set model.seq_len=32 --set train.micro_batch=2 "
+                     "--set train.threads=1 --steps 1 --peak-gflops 100 --mem-gbs 20 --trace \"\"");
+  ASSERT_EQ(one.rc, 0) << one.out;
+  EXPECT_NE(one.out.find("machine: 1 threads,"), std::string::npos) << one.out;
   std::string text;
   ASSERT_TRUE(read_file(dir + "/t.json", &text).ok());
   auto tr = nlohmann::json::parse(text);

@@ -67,6 +67,7 @@ Status run_profile(const Config& cfg, const ProfileOptions& o, ProfileReport* ou
   const TrainSettings set = train_settings(cfg);
   const int B = static_cast<int>(set.micro_batch), T = static_cast<int>(shape.seq_len);
   if (B < 1) return Status::error("train.micro_batch must be >= 1");
+  if (set.threads > 0) omp_set_num_threads(static_cast<int>(set.threads));  // train.threads, as train runs it
   const int threads = omp_get_max_threads();
   Precision prec;
   FRONTIER_RETURN_IF_ERROR(resolve_precision(set.precision, &prec));
