@@ -12,6 +12,7 @@
 #   scripts/levers_wiki.sh OUT CONFIG STEPS more              # seq_warmup, tied and untie on seed 42
 #   scripts/levers_wiki.sh OUT CONFIG STEPS seeds NAME        # lever NAME on seeds 43 and 44 too
 #   scripts/levers_wiki.sh OUT CONFIG STEPS combo "k=v k=v" NAME   # a second combination, named NAME
+#   scripts/levers_wiki.sh OUT CONFIG STEPS one NAME "k=v k=v"     # one run, seed 42 (two can run side by side)
 # Then scripts/levers_table.py OUT prints the table (docs/codesign.md "Architecture and recipe levers").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +59,9 @@ case $PHASE in
     c=${6:-combo}
     for s in 42 43 44; do run "$c" $s "$5"; done
     echo "$5" > "$OUT/$c.keys" ;;
+  one)
+    run "$5" 42 "${6:-}"
+    [ -n "${6:-}" ] && echo "$6" > "$OUT/$5.keys" ;;
   time)
     for l in $ORDER; do
       t() { "$BIN" train --config "$CONFIG" --set train.budget_mode=probe --set train.max_steps=1 --set train.threads=1 \

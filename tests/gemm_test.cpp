@@ -75,6 +75,7 @@ void check_ukernel(const GemmKernel& bs) {
       auto c0 = rand_vec(MR * ldc, 3);
       auto c = c0;
       if (beta == 0.f) std::fill(c.begin(), c.end(), NAN);  // beta == 0 must not read C
+      if (bs.begin) bs.begin();
       bs.ukernel(kc, pa.p, pb.p, c.data(), ldc, alpha, beta);
       for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++) {
@@ -240,7 +241,7 @@ TEST(Gemm, PrepackedBPrefixEqualsGemm) {
           Aligned Bp(gemm_packed_b_bytes(p, Kp, Np));
           gemm_pack_b(p, tb, Kp, Np, Bfull.data(), ldb, Bp.p);
           std::vector<float> want(M * N, 1.f), got(M * N, 1.f);
-          gemm_with(gemm_kernel_prepacked(p), ta, tb, M, N, K, 0.5f, A.data(), lda, Bfull.data(), ldb, 2.f,
+          gemm_with(gemm_kernel(p), ta, tb, M, N, K, 0.5f, A.data(), lda, Bfull.data(), ldb, 2.f,
                     want.data(), N);
           gemm_prepacked_b(p, ta, M, N, K, 0.5f, A.data(), lda, Bp.p, Kp, 2.f, got.data(), N);
           EXPECT_EQ(want, got) << precision_name(p) << " ta=" << ta << " tb=" << tb << " M=" << M << " N=" << N

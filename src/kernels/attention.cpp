@@ -36,7 +36,7 @@ struct AlignedBytes {
 // 96 / 24 0.52; 192 / 24 0.50; 192 / 48 0.52. The full layer's own time did not move.
 constexpr int64_t kBlock = 192;
 int64_t strip_rows(Precision prec) {
-  const int MR = gemm_kernel_prepacked(prec).MR;
+  const int MR = gemm_kernel(prec).MR;
   return 24 % MR == 0 ? 24 : MR;
 }
 
@@ -94,7 +94,7 @@ int64_t packed_col_offset(Precision prec, int64_t D, int64_t s0) { return gemm_p
 // gemm_prepacked_b given that pointer and the full packed depth T keeps the panel stride, so every panel is read
 // from its row s0 on (gemm.h: panel q at q * NR * Kpad elements, depth k at k * NR into it).
 int64_t packed_row_offset(Precision prec, int64_t s0) {
-  const GemmKernel& gk = gemm_kernel_prepacked(prec);
+  const GemmKernel& gk = gemm_kernel(prec);
   return s0 * gk.NR * gk.elem_bytes();
 }
 
@@ -106,7 +106,7 @@ int64_t packed_row_offset(Precision prec, int64_t s0) {
 template <class F>
 void for_each_key_strip(int64_t i0, int64_t bq, int64_t s0, int64_t nk, int64_t window, Precision prec,
                         int64_t D, const float* R, int64_t ldr, void* Rp, F&& f) {
-  const GemmKernel& gk = gemm_kernel_prepacked(prec);
+  const GemmKernel& gk = gemm_kernel(prec);
   const int64_t row_align = std::max<int64_t>(2, 64 / (gk.NR * gk.elem_bytes()));
   gemm_pack_b(prec, false, bq, D, R, ldr, Rp);
   const int64_t strip = strip_rows(prec);
@@ -126,7 +126,7 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
                              int64_t window) {
   FRONTIER_CHECK(H % Hkv == 0 && window >= 0);
   const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
-  const int64_t align = std::lcm<int64_t>(16, gemm_kernel_prepacked(prec).NR), strip = strip_rows(prec);
+  const int64_t align = std::lcm<int64_t>(16, gemm_kernel(prec).NR), strip = strip_rows(prec);
   const int64_t max_nk = window > 0 ? std::min(T, window + kBlock + align) : T;  // widest key range of a block
   if (scale == 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel
@@ -165,7 +165,7 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
                               int64_t Hkv, int64_t D, Precision prec, float scale, int64_t window) {
   FRONTIER_CHECK(H % Hkv == 0 && window >= 0);
   const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
-  const int64_t align = std::lcm<int64_t>(16, gemm_kernel_prepacked(prec).NR), strip = strip_rows(prec);
+  const int64_t align = std::lcm<int64_t>(16, gemm_kernel(prec).NR), strip = strip_rows(prec);
   const int64_t max_nk = window > 0 ? std::min(T, window + kBlock + align) : T;  // widest key range of a block
   if (scale == 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel
@@ -192,7 +192,6 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
           const int64_t row0 = ((b * T + i0) * H + h) * D;  // rows stride H*D
           const float *Q = q + row0, *dO = dout + row0, *O = out + row0;
           float* dQ = dq + row0;
-          const int64_t kcol = packed_col_offset(prec, D, s0);
           for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
             gemm_prepacked_b(prec, false, m, ka, D, scale, Q + r0 * H * D, H * D,
                              Ktp + packed_col_offset(prec, D, a0), D, 0.f, P.data() + r0 * nk + (a0 - s0), nk);

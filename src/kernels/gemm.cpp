@@ -50,6 +50,7 @@ void macro_kernel(const GemmKernel& bs, bool lower, int64_t kc, const char* Ap, 
   const int64_t kcp = round_up(kc, bs.kp());
   alignas(64) float tile[32 * 32];
   FRONTIER_CHECK(MR * NR <= 32 * 32);
+  if (bs.begin) bs.begin();
   for (int64_t q = q0; q < q1; q++) {
     const int64_t j = jc + q * NR, nr = std::min<int64_t>(NR, N - j);
     for (int64_t ip = 0; ip < mc; ip += MR) {
@@ -178,7 +179,6 @@ const GemmKernel& gemm_kernel_for(Isa t, Precision p) {
 
 const GemmKernel& gemm_kernel(Precision p) { return gemm_kernel_for(active_isa(), p); }
 
-const GemmKernel& gemm_kernel_prepacked(Precision p) { return gemm_kernel(p); }
 
 const GemmKernel& gemm_kernel_ref(Precision p) {
   return p == Precision::kBf16 ? gemm_kernel_ref_bf16() : gemm_kernel_ref_fp32();
@@ -204,23 +204,23 @@ void gemm_symmetric(Precision p, bool ta, bool tb, int64_t M, int64_t K, float a
 }
 
 int64_t gemm_packed_b_bytes(Precision p, int64_t K, int64_t N) {
-  const GemmKernel& bs = gemm_kernel_prepacked(p);
+  const GemmKernel& bs = gemm_kernel(p);
   return gemm_packed_b_offset(p, K, N) + slack_bytes(bs);
 }
 
 int64_t gemm_packed_b_offset(Precision p, int64_t K, int64_t j) {
-  const GemmKernel& bs = gemm_kernel_prepacked(p);
+  const GemmKernel& bs = gemm_kernel(p);
   return (j + bs.NR - 1) / bs.NR * bs.NR * round_up(K, bs.kp()) * bs.elem_bytes();
 }
 
 void gemm_pack_b(Precision p, bool tb, int64_t K, int64_t N, const float* B, int64_t ldb, void* Bp) {
-  pack_b_all(gemm_kernel_prepacked(p), tb, K, N, B, ldb, static_cast<char*>(Bp));
+  pack_b_all(gemm_kernel(p), tb, K, N, B, ldb, static_cast<char*>(Bp));
 }
 
 void gemm_prepacked_b(Precision p, bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                       int64_t lda, const void* Bp, int64_t Kp, float beta, float* C, int64_t ldc) {
   FRONTIER_CHECK(M >= 0 && N >= 0 && K >= 0 && K <= Kp && ldc >= N && lda >= (ta ? M : K));
-  const GemmKernel& bs = gemm_kernel_prepacked(p);
+  const GemmKernel& bs = gemm_kernel(p);
   if (M == 0 || N == 0) return;
   if (K == 0) return scale_c(M, N, beta, C, ldc);
   prepacked(bs, ta, M, N, K, alpha, A, lda, static_cast<const char*>(Bp), Kp, beta, C, ldc);

@@ -45,6 +45,9 @@ using GemmPackA = void (*)(int MR, bool trans, const float* A, int64_t lda, int6
                            int64_t kc, void* out);
 using GemmPackB = void (*)(int NR, bool trans, const float* B, int64_t ldb, int64_t j0, int64_t nr, int64_t p0,
                            int64_t kc, void* out);
+// Per-thread set-up before a run of microkernel calls (AMX: loads the tile configuration, which costs as much as a
+// quarter of a 32 x 32 x 256 tile when done per call); nullptr where a kernel needs none.
+using GemmBegin = void (*)();
 
 // Block sizes as data, one row per microkernel (BLIS config/<uarch>): MR x NR register tile, KC the packed depth
 // (a B micro-panel stays in L1 while A micro-panels stream through), MC the A block (in L2), NC the B block (L3).
@@ -56,16 +59,16 @@ struct GemmKernel {
   GemmPackA pack_a;
   GemmPackB pack_b;
   int k_align = 0;  // depth the panels are padded to (0: kp's pair or single); AMX: 32, its tile depth
+  GemmBegin begin = nullptr;  // called by a thread before its microkernel calls of one task (macro-kernel)
   int kp() const { return k_align ? k_align : prec == Precision::kBf16 ? 2 : 1; }
   int elem_bytes() const { return prec == Precision::kBf16 ? 2 : 4; }
 };
 
-// The microkernel the driver uses for a precision at the active tier (active_isa()), or at a given tier.
+// The microkernel the driver uses for a precision at the active tier (active_isa()), or at a given tier; the
+// prepacked-B API below (gemm_pack_b, gemm_prepacked_b and their callers' panel offsets) uses gemm_kernel's.
 const GemmKernel& gemm_kernel(Precision p);
 const GemmKernel& gemm_kernel_for(Isa t, Precision p);
 const GemmKernel& gemm_kernel_ref(Precision p);  // the portable ones, always available
-// The kernel of the prepacked-B API (gemm_pack_b, gemm_prepacked_b and their callers' panel offsets): the active one.
-const GemmKernel& gemm_kernel_prepacked(Precision p);
 
 void gemm(Precision p, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);

@@ -33,6 +33,12 @@ const Impl& impl_ref() {
   return i;
 }
 
-const Impl& impl() { return active_isa() == Isa::kRef ? impl_ref() : impl_avx2(); }
+const Impl& impl() {
+  switch (active_isa()) {
+    case Isa::kRef: return impl_ref();
+    case Isa::kAvx2: return impl_avx2();
+    default: return impl_avx512();  // avx512, avx512bf16, amx
+  }
+}
 
 }  // namespace frontier::vmath

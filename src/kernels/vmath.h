@@ -1,6 +1,7 @@
 // Vectorised exp, tanh and max for the fused kernels (softmax, softcapped cross-entropy), dispatched on the active
-// tier (kernels/isa.h): glibc's libmvec AVX2 variants (max error 1-4 ulp) on 8 floats at a time from avx2 up
-// (avx2/vmath_avx2.cpp), plain libm at the ref tier (vmath.cpp). Linked with -lmvec.
+// tier (kernels/isa.h): glibc's libmvec variants (max error 1-4 ulp), AVX2 on 8 floats at a time at the avx2 tier
+// (avx2/vmath_avx2.cpp), AVX-512 on 16 from avx512 up (avx512/vmath_avx512.cpp), plain libm at the ref tier
+// (vmath.cpp). Linked with -lmvec. Results differ between tiers within those ulps (tests/vmath_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@ struct Impl {
 const Impl& impl();      // for active_isa()
 const Impl& impl_ref();  // plain libm
 const Impl& impl_avx2();
+const Impl& impl_avx512();
 
 inline float exp_shift_sum(float* y, const float* x, float shift, int64_t n) {
   return impl().exp_shift_sum(y, x, shift, n);

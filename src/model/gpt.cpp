@@ -44,6 +44,14 @@ std::vector<ParamInfo> Gpt::param_table(const ModelShape& s) {
   return table;
 }
 
+void Gpt::zero_grad() {
+  // One thread's memset reached 9 GB/s of the 28 the two cores have (22 ms of a 1,580-ms depth-8 bf16 step).
+  const size_t n = g_.size(), chunk = size_t(1) << 18, chunks = (n + chunk - 1) / chunk;
+  float* g = g_.data();
+#pragma omp parallel for schedule(static) if (chunks > 4)
+  for (size_t c = 0; c < chunks; c++) std::memset(g + c * chunk, 0, std::min(chunk, n - c * chunk) * sizeof(float));
+}
+
 Gpt::Gpt(const ModelShape& s) : s_(s), table_(param_table(s)) {
   const int64_t n = table_.back().offset + table_.back().numel();
   w_.assign(n, 0.f);

@@ -58,7 +58,7 @@ class Gpt {
   float* data(const std::string& name) { return w_.data() + param(name).offset; }
 
   void init_nanochat(uint64_t seed);  // nanochat's initialisation (see gpt.cpp)
-  void zero_grad() { std::fill(g_.begin(), g_.end(), 0.f); }
+  void zero_grad();  // every thread clears a part (the arena is 200 MB at depth 8)
 
   // idx, targets: (B, T). Returns the loss node; logits_out, if given, receives the node of the softcapped
   // logits' pre-activation (B*T, V) for inspection; row_losses (B*T), if given, the per-token losses in nats.
