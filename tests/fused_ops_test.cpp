@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autograd/tape.h"
+#include "kernels/softcap_ce.h"
 #include "model/gpt.h"
 #include "model/model_config.h"
 #include "train/schema.h"
@@ -150,6 +151,48 @@ TEST(FusedOps, GptWithChunkedCeMatchesStoredLogits) {
   }
   EXPECT_NEAR(loss[1], loss[0], 1e-6 * loss[0]);
   expect_close(grads[1], grads[0], "all gradients");
+}
+
+// A gradient the backward can write whole (Tape::grad_or_fresh): softcap_ce_backward with accumulate false stores
+// into an uninitialised buffer (NaN here) exactly what accumulating into zeros gives, an ignored row's zeros
+// included; and a linear whose input gradient is fresh gives the same dx as one whose dx already holds a gradient,
+// minus it. Bit for bit: 0 + x = x.
+TEST(FusedOps, FreshGradientsAreWrittenNotAccumulated) {
+  const int64_t N = 5, V = 37;
+  const float cap = 15.f;
+  auto z = randv(N * V, 21);
+  for (auto& v : z) v *= 4.f;
+  std::vector<int32_t> tg{3, -1, 36, 0, 17};
+  std::vector<float> capped(N * V), lse(N);
+  softcap_ce_forward(nullptr, capped.data(), lse.data(), z.data(), tg.data(), N, V, cap);
+  std::vector<float> acc(N * V, 0.f), wrote(N * V, NAN);
+  softcap_ce_backward(acc.data(), 0.5f, capped.data(), lse.data(), tg.data(), N, V, cap, true);
+  softcap_ce_backward(wrote.data(), 0.5f, capped.data(), lse.data(), tg.data(), N, V, cap, false);
+  for (int64_t i = 0; i < N * V; i++) ASSERT_EQ(wrote[i], acc[i]) << i;
+  std::vector<int32_t> none(N, -1);
+  std::fill(wrote.begin(), wrote.end(), NAN);
+  softcap_ce_backward(wrote.data(), 0.5f, capped.data(), lse.data(), none.data(), N, V, cap, false);
+  for (float v : wrote) ASSERT_EQ(v, 0.f);
+
+  const int64_t M = 6, K = 8, Nout = 5;
+  auto xv = randv(M * K, 22), wv = randv(Nout * K, 23), gv = randv(M * Nout, 24), prior = randv(M * K, 25);
+  std::vector<float> dx_fresh, dx_acc;
+  for (bool with_prior : {false, true}) {
+    Tape t;
+    std::vector<float> wg(Nout * K, 0.f);
+    Var x = t.make({M, K}, true);
+    std::copy(xv.begin(), xv.end(), t.value(x));
+    Var W = t.param(wv.data(), wg.data(), {Nout, K});
+    if (with_prior) std::copy(prior.begin(), prior.end(), t.grad(x));
+    Var y = linear(t, x, W);
+    std::copy(gv.begin(), gv.end(), t.grad(y));
+    t.node(y).backward();
+    std::vector<float> dx(t.grad(x), t.grad(x) + M * K);
+    if (with_prior)
+      for (int64_t i = 0; i < M * K; i++) dx[i] -= prior[i];
+    (with_prior ? dx_acc : dx_fresh) = dx;
+  }
+  expect_close(dx_fresh, dx_acc, "linear dx, fresh against accumulated");
 }
 
 }  // namespace

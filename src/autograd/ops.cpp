@@ -92,7 +92,9 @@ Var linear(Tape& t, Var x, Var W) {
       const float *g = t.grad(out), *px = t.value(x), *pw = t.value(W);
       if (t.requires_grad(x)) {
         ProfScope ps("linear.dx", "bwd", 2.0 * M * N * K, kF * (M * N + N * K + 2 * M * K), {M, K, N});
-        gemm(prec, false, false, M, K, N, 1.f, g, N, pw, K, 1.f, t.grad(x), K);
+        bool fresh;
+        float* dx = t.grad_or_fresh(x, &fresh);
+        gemm(prec, false, false, M, K, N, 1.f, g, N, pw, K, fresh ? 0.f : 1.f, dx, K);
       }
       if (t.requires_grad(W)) {
         ProfScope ps("linear.dW", "bwd", 2.0 * M * N * K, kF * (M * N + M * K + 2 * N * K), {N, K, M});
@@ -174,9 +176,12 @@ Var add(Tape& t, Var a, Var b) {
       const float* g = t.grad(out);
       for (Var in : {a, b})
         if (t.requires_grad(in)) {
-          float* d = t.grad(in);
+          bool fresh;  // a first gradient is a copy: no zero fill, no read of zeros
+          float* d = t.grad_or_fresh(in, &fresh);
           parallel_range(n, 1 << 14, [&](int64_t i0, int64_t i1) {
-            for (int64_t i = i0; i < i1; i++) d[i] += g[i];
+            if (fresh) std::copy(g + i0, g + i1, d + i0);
+            else
+              for (int64_t i = i0; i < i1; i++) d[i] += g[i];
           });
         }
     };
@@ -446,7 +451,9 @@ Var softcap_cross_entropy(Tape& t, Var logits, const int32_t* targets, float cap
   if (t.requires_grad(logits))
     t.node(out).backward = [&t, out, logits, tg, capped, lse, N, V, cap]() {
       ProfScope ps("softcap_ce", "bwd", 4.0 * N * V, kF * 3 * N * V);
-      softcap_ce_backward(t.grad(logits), t.grad(out)[0], capped->data(), lse->data(), tg->data(), N, V, cap);
+      bool fresh;
+      float* dz = t.grad_or_fresh(logits, &fresh);
+      softcap_ce_backward(dz, t.grad(out)[0], capped->data(), lse->data(), tg->data(), N, V, cap, !fresh);
     };
   return out;
 }

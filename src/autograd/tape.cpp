@@ -57,6 +57,16 @@ float* Tape::grad(Var v) {
   return n.grad;
 }
 
+float* Tape::grad_or_fresh(Var v, bool* fresh) {
+  Node& n = *nodes_[v.id];
+  *fresh = !n.grad;
+  if (!n.grad) {
+    n.own_grad = PooledBuffer(n.numel(), /*zero=*/false);
+    n.grad = n.own_grad.data();
+  }
+  return n.grad;
+}
+
 void Tape::backward(Var loss, float seed) { backward(loss, seed, nullptr); }
 
 void Tape::backward(Var loss, float seed, const std::function<void(const Node&)>& param_final) {

@@ -38,23 +38,34 @@ float softcap_ce_forward(float* losses, float* capped, float* lse, const float* 
 }
 
 void softcap_ce_backward(float* dz, float dloss, const float* capped, const float* lse, const int32_t* targets,
-                         int64_t N, int64_t V, float cap) {
+                         int64_t N, int64_t V, float cap, bool accumulate) {
   int64_t count = 0;
   for (int64_t i = 0; i < N; i++) count += targets[i] >= 0;
-  if (!count) return;
+  if (!count) {
+    if (!accumulate) std::fill(dz, dz + N * V, 0.f);
+    return;
+  }
   const float scale = dloss / static_cast<float>(count), inv_cap2 = 1.f / (cap * cap);
 #pragma omp parallel
   {
     std::vector<float> p(V);
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < N; i++) {
-      if (targets[i] < 0) continue;
-      const float* c = capped + i * V;
       float* d = dz + i * V;
+      if (targets[i] < 0) {
+        if (!accumulate) std::fill(d, d + V, 0.f);
+        continue;
+      }
+      const float* c = capped + i * V;
       vmath::exp_shift_sum(p.data(), c, -lse[i], V);  // softmax probabilities
       p[targets[i]] -= 1.f;
+      if (accumulate) {
 #pragma omp simd
-      for (int64_t v = 0; v < V; v++) d[v] += scale * p[v] * (1.f - c[v] * c[v] * inv_cap2);
+        for (int64_t v = 0; v < V; v++) d[v] += scale * p[v] * (1.f - c[v] * c[v] * inv_cap2);
+      } else {
+#pragma omp simd
+        for (int64_t v = 0; v < V; v++) d[v] = scale * p[v] * (1.f - c[v] * c[v] * inv_cap2);
+      }
     }
   }
 }

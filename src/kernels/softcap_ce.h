@@ -18,8 +18,9 @@ namespace frontier {
 float softcap_ce_forward(float* losses, float* capped, float* lse, const float* z, const int32_t* targets,
                          int64_t N, int64_t V, float cap);
 
+// accumulate false: dz is written, not added to (every element, ignored rows' zeros included).
 void softcap_ce_backward(float* dz, float dloss, const float* capped, const float* lse, const int32_t* targets,
-                         int64_t N, int64_t V, float cap);
+                         int64_t N, int64_t V, float cap, bool accumulate = true);
 
 // The lm_head GEMM fused with the softcap cross-entropy, chunked over the vocabulary: logits = x @ W^T are made
 // vc columns at a time (N x vc floats live, never N x V), softcapped, and summed as exp(c - cap) (c <= cap, so no
