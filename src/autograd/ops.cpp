@@ -115,8 +115,10 @@ Var rmsnorm(Tape& t, Var x, float eps) {
   if (t.requires_grad(x))
     t.node(out).backward = [&t, out, x, rstd, N, C]() {
       ProfScope ps("rmsnorm", "bwd", 6.0 * N * C, kF * 4 * N * C);
-      float *dx = t.grad(x), *g = t.grad(out), *px = t.value(x);
+      bool fresh;
+      float *dx = t.grad_or_fresh(x, &fresh), *g = t.grad(out), *px = t.value(x);
       parallel_range(N, 64, [&](int64_t i0, int64_t i1) {
+        if (fresh) std::fill(dx + i0 * C, dx + i1 * C, 0.f);
         ref::rmsnorm_backward(dx + i0 * C, g + i0 * C, px + i0 * C, rstd->data() + i0, i1 - i0, C);
       });
     };
@@ -152,8 +154,12 @@ Var relu2(Tape& t, Var x) {
   if (t.requires_grad(x))
     t.node(out).backward = [&t, out, x, n]() {
       ProfScope ps("relu2", "bwd", 3.0 * n, kF * 4 * n);
-      float *dx = t.grad(x), *g = t.grad(out), *px = t.value(x);
-      parallel_range(n, 1 << 14, [&](int64_t a, int64_t b) { ref::relu2_backward(dx + a, g + a, px + a, b - a); });
+      bool fresh;  // first gradient: each thread zeroes its chunk in cache, not the whole buffer in memory first
+      float *dx = t.grad_or_fresh(x, &fresh), *g = t.grad(out), *px = t.value(x);
+      parallel_range(n, 1 << 14, [&](int64_t a, int64_t b) {
+        if (fresh) std::fill(dx + a, dx + b, 0.f);
+        ref::relu2_backward(dx + a, g + a, px + a, b - a);
+      });
     };
   return out;
 }
@@ -259,15 +265,20 @@ Var scale_add(Tape& t, Var a, Var sa, int64_t i, Var b, Var sb, int64_t j) {
       const float *pa = t.value(a), *pb = t.value(b);
       const float la = t.value(sa)[i], lb = t.value(sb)[j];
       // a and b may be the same node (layer 0: x == x0); each element is updated by one thread, in order.
-      float* da = t.requires_grad(a) ? t.grad(a) : nullptr;
-      float* db = t.requires_grad(b) ? t.grad(b) : nullptr;
+      // A first gradient is zeroed a chunk at a time in cache (a == b: b's is then not fresh).
+      bool fresh_a = false, fresh_b = false;
+      float* da = t.requires_grad(a) ? t.grad_or_fresh(a, &fresh_a) : nullptr;
+      float* db = t.requires_grad(b) ? t.grad_or_fresh(b, &fresh_b) : nullptr;
       // Scalar gradients: sums over fixed chunks in double, added in order (thread-count independent).
       const int64_t grain = 4096, chunks = (n + grain - 1) / grain;
       std::vector<double> pa_sum(chunks), pb_sum(chunks);
       parallel_range(chunks, 1, [&](int64_t c0, int64_t c1) {
         for (int64_t c = c0; c < c1; c++) {
           double acc_a = 0, acc_b = 0;
-          for (int64_t k = c * grain; k < std::min(n, (c + 1) * grain); k++) {
+          const int64_t k0 = c * grain, k1 = std::min(n, (c + 1) * grain);
+          if (fresh_a) std::fill(da + k0, da + k1, 0.f);
+          if (fresh_b) std::fill(db + k0, db + k1, 0.f);
+          for (int64_t k = k0; k < k1; k++) {
             acc_a += static_cast<double>(g[k]) * pa[k];
             acc_b += static_cast<double>(g[k]) * pb[k];
             if (da) da[k] += la * g[k];
@@ -314,8 +325,10 @@ Var rope_rmsnorm(Tape& t, Var x, const float* cos_t, const float* sin_t, float e
     t.node(out).backward = [&t, out, x, rstd, cos_t, sin_t, T, H, D, d, rows]() {
       ProfScope ps("rope_rmsnorm", "bwd", 12.0 * rows * D, kF * (4 * rows * D + T * D));
       const float *g = t.grad(out), *px = t.value(x);
-      float* dx = t.grad(x);
+      bool fresh;
+      float* dx = t.grad_or_fresh(x, &fresh);
       parallel_range(rows, 64, [&](int64_t r0, int64_t r1) {
+        if (fresh) std::fill(dx + r0 * D, dx + r1 * D, 0.f);
         float y[1024], dy[1024];
         for (int64_t r = r0; r < r1; r++) {
           const int64_t tt = (r / H) % T;
