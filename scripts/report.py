@@ -93,7 +93,7 @@ ROWS = [
     lambda: row_advise("docs/results/advise-wiki-300.json", "Advisor's pick for Wikipedia, %d s"),
     lambda: row_validations("docs/codesign/30min/validations.jsonl", "Advisor's pick for Wikipedia, %d min"),
     lambda: row_bench("docs/bench-2026-12-03-s4.json", 8, "bf16"),
-    lambda: row_bench("docs/bench-2026-12-07-s17.json", 8, "bf16"),
+    lambda: row_bench("docs/bench-2026-12-07-s17b.json", 8, "bf16"),
 ]
 
 
