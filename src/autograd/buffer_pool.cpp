@@ -50,11 +50,13 @@ PooledBuffer::PooledBuffer(size_t n, bool zero) : n_(n) {
     // approximate): std::bad_alloc reaches the CLI, which prints a one-line error naming the knobs.
     if (!p_) throw std::bad_alloc();
   }
-  if (!zero) return;
-  // Large gradient buffers (the logits' are 128 MB at the baseline) are cleared by all threads.
+  if (zero) zero_floats(p_, n);  // large gradient buffers: the logits' are 128 MB at the baseline
+}
+
+void zero_floats(float* p, size_t n) {
   const size_t chunk = size_t(1) << 18, chunks = (n + chunk - 1) / chunk;
 #pragma omp parallel for schedule(static) if (chunks > 4)
-  for (size_t c = 0; c < chunks; c++) std::memset(p_ + c * chunk, 0, std::min(chunk, n - c * chunk) * sizeof(float));
+  for (size_t c = 0; c < chunks; c++) std::memset(p + c * chunk, 0, std::min(chunk, n - c * chunk) * sizeof(float));
 }
 
 PooledBuffer::~PooledBuffer() {

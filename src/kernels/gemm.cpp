@@ -179,7 +179,6 @@ const GemmKernel& gemm_kernel_for(Isa t, Precision p) {
 
 const GemmKernel& gemm_kernel(Precision p) { return gemm_kernel_for(active_isa(), p); }
 
-
 const GemmKernel& gemm_kernel_ref(Precision p) {
   return p == Precision::kBf16 ? gemm_kernel_ref_bf16() : gemm_kernel_ref_fp32();
 }

@@ -13,8 +13,9 @@
 //
 // The tile configuration is per thread and other code (oneDNN, in `frontier bench`) may load its own in the same
 // OpenMP workers, so the driver loads ours (GemmKernel::begin) at the start of every macro-kernel, before its run
-// of microkernel calls: LDTILECFG per call measured 1,760 against 2,430 GFLOP/s for a 32 x 32 x 256 tile in L1. Compiled with -mamx-tile -mamx-bf16 and the avx512bf16 tier's flags; called only where the CPU has AMX
-// and the kernel granted this process the tile state (kernels/isa.cpp).
+// of microkernel calls: LDTILECFG per call measured 1,760 against 2,430 GFLOP/s for a 32 x 32 x 256 tile in L1.
+// Compiled with -mamx-tile -mamx-bf16 and the avx512bf16 tier's flags; called only where the CPU has AMX and the
+// kernel granted this process the tile state (kernels/isa.cpp).
 #include <immintrin.h>
 
 #include <algorithm>
