@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "advise/advise.h"
+#include "advise/levers.h"
 #include "commands.h"
 
 namespace frontier::cli {
@@ -40,10 +41,15 @@ void add_advise_command(CLI::App& app, Commands& cmds) {
       ->check(CLI::Range(1e-3, 1e3))
       ->delimiter(',')
       ->capture_default_str();
+  std::string names;  // the catalogue's, so the help cannot fall behind it
+  for (const auto& l : lever_catalogue()) names += (names.empty() ? "" : ", ") + l.name;
   ad->add_option("--levers", ao->levers, "The architecture stage's levers on the best shape: default, all, none, or "
-                 "comma-separated names (windows, swiglu, leaky_relu2, smear, backout, qk_scale, ve_gate, "
-                 "value_embeds_all, rope_half, mtp, ngram, normuon, nanochat_schedules, ns3, ema; advise/levers.h)")
+                 "comma-separated names (" + names + "; advise/levers.h)")
       ->capture_default_str();
+  ad->add_option("--reshape-above", ao->reshape_above, "When the chosen levers change the pick's step time by more "
+                 "than this fraction, time every shape again with them and train the best (0: whenever levers are "
+                 "chosen)")
+      ->check(CLI::Range(0.0, 100.0))->capture_default_str();
   ad->add_option("--seeds", ao->seeds, "Seeds of the base and of the levers' combination in the architecture stage")
       ->check(CLI::Range(1, 16))->capture_default_str();
   ad->add_option("--isa", ao->isa, "Advise for this instruction-set tier of this CPU (ref, avx2, avx512, avx512bf16, amx; "

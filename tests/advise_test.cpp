@@ -392,6 +392,52 @@ TEST(Advise, ArchitectureStageMeasuresEachLeverAndCombines) {
             std::string::npos) << bad.out;
 }
 
+// The shapes again with the chosen levers (--reshape-above 0: whenever levers are chosen; one seed, so a lever that
+// beats the base on it is chosen): every shape's step is timed with the levers, and the best of each other sequence
+// length is trained with them (a validations row with the levers' keys at a shape other than the pick's); the
+// advice says which shape it kept, and the advice row names the levers. Run again, everything is the cache's.
+TEST(Advise, ChosenLeversSendTheShapesBackThroughTheShapeStage) {
+  std::string d = make_temp_dir("advise_reshape");
+  const std::string cmd = small_advise_cmd(d, 3) + "--seeds 1 --reshape-above 0 --levers qk_scale,ngram,normuon";
+  auto r = run_cmd(cmd);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::string recipe_dir;
+  for (const auto& e : std::filesystem::directory_iterator(d + "/cache/advise"))
+    if (e.is_directory()) recipe_dir = e.path().string();
+  auto v = read_jsonl(recipe_dir + "/validations.jsonl");
+  std::string advice;
+  ASSERT_TRUE(read_file(d + "/advice.toml", &advice).ok());
+  const bool taken = r.out.find(": taken") != std::string::npos;
+  const size_t again = r.out.find("\nthe shapes again with ");
+  EXPECT_EQ(again != std::string::npos, taken) << r.out;
+  std::string pick, levers;
+  for (const auto& row : v)
+    if (row.value("advice", false)) levers = row.value("levers", std::string());
+  for (const auto& row : v)  // the pick: the shape the architecture stage tried each lever on
+    if (row.value("levers", std::string()) == "model.qk_scale=1.2") pick = row.value("shape", std::string());
+  ASSERT_FALSE(pick.empty()) << r.out;
+  if (taken) {
+    EXPECT_FALSE(levers.empty()) << "the advice row names the chosen levers";
+    // Every shape timed with the levers: the table lists them all (2 depths x 3 lengths).
+    for (const char* shape : {"depth 1 T 16", "depth 2 T 16", "depth 1 T 32", "depth 2 T 32", "depth 1 T 64",
+                              "depth 2 T 64"})
+      EXPECT_NE(r.out.find(std::string("\n  ") + shape, again), std::string::npos) << shape << r.out;
+    int other = 0;
+    for (const auto& row : v)
+      if (!row.value("advice", false) && row.value("levers", std::string()) == levers &&
+          row.value("shape", std::string()) != pick)
+        other++;
+    EXPECT_GE(other, 2) << "the best of each other sequence length, trained with the levers\n" << r.out;
+    EXPECT_NE(advice.find("the shapes again with "), std::string::npos) << advice;
+  } else {
+    EXPECT_TRUE(levers.empty());
+  }
+  auto r2 = run_cmd(cmd);
+  ASSERT_EQ(r2.rc, 0) << r2.out;
+  EXPECT_EQ(r2.out.find("/validate/"), std::string::npos) << r2.out;
+  EXPECT_EQ(read_jsonl(recipe_dir + "/validations.jsonl").size(), v.size() + 1) << "one more advice row only";
+}
+
 // The hardware profile is an input: a lower ISA tier, a thread count and a precision are what the advisor times and
 // trains with (its machine line and its cache say so), and bad values are one-line errors before any work.
 TEST(Advise, HardwareProfileIsAnInput) {

@@ -127,6 +127,15 @@ struct LeverRow {
   bool shared_step, helps;   // it runs the base's step count; it beat the base
 };
 
+// What the architecture stage chose: the levers' keys (empty: the base is kept), their names ("a+b"), the step
+// time their combination trains at, its val_bpb per seed and mean, and the note saying why.
+struct LeverChoice {
+  std::map<std::string, std::string> sets;
+  std::string names, note;
+  double step_s = 0, mean = 0;
+  std::vector<double> runs;
+};
+
 struct Advisor {
   const AdviseOptions& o;
   Config base;
@@ -166,9 +175,15 @@ struct Advisor {
                       const std::map<std::string, std::string>& levers = {}, const std::string& lever_note = "");
   Status lever_step_time(const Config& base_cfg, const Config& lever_cfg, const std::string& what,
                          const Candidate& pick, double* step_s);
-  // The architecture stage on the best shape (advise.h): *sets the chosen levers' keys, *bpb their measured mean.
-  Status lever_stage(const Candidate& pick, double lr_scale, double base_bpb, std::map<std::string, std::string>* sets,
-                     double* bpb, std::string* note);
+  // The architecture stage on the best shape (advise.h).
+  Status lever_stage(const Candidate& pick, double lr_scale, LeverChoice* choice);
+  // The shapes again with the chosen levers in the base, when they change the step's cost (advise.h): *out the
+  // advised shape with the levers' step time, *bpb its mean over the seeds.
+  Status reshape(const Candidate& pick, double lr_scale, const LeverChoice& choice, Candidate* out, double* bpb,
+                 std::string* note);
+  // c's steps and tokens at the budget from its step time, and whether it is excluded (too few steps, or more
+  // tokens than the data holds).
+  void at_budget(Candidate* c);
   // lever_stage's parts.
   Status lever_base_runs(const Candidate& pick, double lr_scale, std::vector<double>* runs);
   Status lever_rows(const Candidate& pick, double lr_scale, const std::vector<Lever>& levers, double base_first,
@@ -176,9 +191,11 @@ struct Advisor {
   std::vector<const Lever*> lever_table(const Candidate& pick, const std::vector<LeverRow>& rows,
                                         double spread) const;
   Status combination_runs(const Candidate& pick, double lr_scale, const std::vector<const Lever*>& keep,
-                          std::map<std::string, std::string>* sets, std::string* names, std::vector<double>* runs);
+                          LeverChoice* combo);
+  // against: what the base is called in *note ("the base").
   bool decide_combination(const std::string& names, const std::vector<double>& base_runs, double base_mean,
-                          const std::vector<double>& combo_runs, double* combo_mean, std::string* note) const;
+                          const std::vector<double>& combo_runs, double* combo_mean, std::string* note,
+                          const std::string& against = "the base") const;
   Status validate(const std::vector<const Candidate*>& picks, std::vector<double>* measured);
   Status compare();
   // extra: keys set on top (levers); seed: 0 = the base's train.seed. Both are part of the cache's match.
@@ -397,6 +414,23 @@ std::string Advisor::speed_key(const ModelShapeKeys& k, int depth, int T, int B)
          std::to_string(k.ce_vocab_chunk);
 }
 
+void Advisor::at_budget(Candidate* c) {
+  c->steps = static_cast<int64_t>(o.budget / c->step_s);
+  c->tokens = c->steps * c->B * c->T;
+  c->excluded.clear();
+  if (c->steps < kMinSteps) {
+    c->excluded = "only " + std::to_string(c->steps) + " steps in the budget (fewer than " +
+                  std::to_string(kMinSteps) + ")";
+  } else if (c->tokens > used_share[c->T] * train_tokens) {
+    c->excluded = "would train on its data " + fmt("%.2f", double(c->tokens) / (used_share[c->T] * train_tokens)) +
+                  " times (repeating documents" +
+                  (used_share[c->T] < 0.95 ? fmt("; at T %.0f the loader uses ", c->T) +
+                                                 fmt("%.0f%% of the split's tokens", 100 * used_share[c->T])
+                                           : std::string()) +
+                  "); prepare more text";
+  }
+}
+
 Status Advisor::measure_speeds() {
   int measured = 0;
   for (size_t i = 0; i < cands.size(); i++) {
@@ -429,19 +463,7 @@ Status Advisor::measure_speeds() {
   double fastest = INFINITY;
   for (auto& c : cands) {
     fastest = std::min(fastest, c.step_s);
-    c.steps = static_cast<int64_t>(o.budget / c.step_s);
-    c.tokens = c.steps * c.B * c.T;
-    if (c.steps < kMinSteps) {
-      c.excluded = "only " + std::to_string(c.steps) + " steps in the budget (fewer than " +
-                   std::to_string(kMinSteps) + ")";
-    } else if (c.tokens > used_share[c.T] * train_tokens) {
-      c.excluded = "would train on its data " + fmt("%.2f", double(c.tokens) / (used_share[c.T] * train_tokens)) +
-                   " times (repeating documents" +
-                   (used_share[c.T] < 0.95 ? fmt("; at T %.0f the loader uses ", c.T) +
-                                                 fmt("%.0f%% of the split's tokens", 100 * used_share[c.T])
-                                           : std::string()) +
-                   "); prepare more text";
-    }
+    at_budget(&c);
   }
   if (o.budget < fastest)
     return Status::error("a budget of " + fmt("%g", o.budget) + " s is shorter than one step of the fastest "
@@ -825,11 +847,8 @@ Status Advisor::lever_step_time(const Config& base_cfg, const Config& lever_cfg,
 
 // The architecture stage (advise.h): the base on every seed, each lever alone on the first, the combination of the
 // levers that beat the base on the first seed on every seed, decided by the paired differences.
-Status Advisor::lever_stage(const Candidate& pick, double lr_scale, double base_bpb,
-                            std::map<std::string, std::string>* chosen, double* bpb, std::string* note) {
-  chosen->clear();
-  *bpb = base_bpb;
-  note->clear();
+Status Advisor::lever_stage(const Candidate& pick, double lr_scale, LeverChoice* choice) {
+  *choice = LeverChoice();
   std::vector<Lever> levers;
   FRONTIER_RETURN_IF_ERROR(parse_levers(o.levers, &levers));
   if (levers.empty()) return ok_status();
@@ -846,26 +865,21 @@ Status Advisor::lever_stage(const Candidate& pick, double lr_scale, double base_
   FRONTIER_RETURN_IF_ERROR(lever_rows(pick, lr_scale, levers, base_runs[0], &rows));
   const std::vector<const Lever*> keep = lever_table(pick, rows, spread);
   if (keep.empty()) {
-    *note = "no lever beat the base on the first seed; the base is kept";
-    std::printf("%s\n", note->c_str());
+    choice->note = "no lever beat the base on the first seed; the base is kept";
+    std::printf("%s\n", choice->note.c_str());
     return ok_status();
   }
-  std::map<std::string, std::string> sets;
-  std::string names;
-  std::vector<double> combo_runs;
-  FRONTIER_RETURN_IF_ERROR(combination_runs(pick, lr_scale, keep, &sets, &names, &combo_runs));
-  if (combo_runs.size() != base_runs.size()) {
-    *note = names + " failed to train on some seed; the base is kept";
-    std::printf("%s\n", note->c_str());
+  LeverChoice combo;
+  FRONTIER_RETURN_IF_ERROR(combination_runs(pick, lr_scale, keep, &combo));
+  if (combo.runs.size() != base_runs.size()) {
+    choice->note = combo.names + " failed to train on some seed; the base is kept";
+    std::printf("%s\n", choice->note.c_str());
     return ok_status();
   }
-  double combo_mean = 0;
-  const bool take = decide_combination(names, base_runs, base_mean, combo_runs, &combo_mean, note);
-  std::printf("%s\n", note->c_str());
-  if (take) {
-    *chosen = sets;
-    *bpb = combo_mean;
-  }
+  const bool take = decide_combination(combo.names, base_runs, base_mean, combo.runs, &combo.mean, &combo.note);
+  std::printf("%s\n", combo.note.c_str());
+  if (take) *choice = combo;
+  else choice->note = combo.note;
   return ok_status();
 }
 
@@ -921,7 +935,7 @@ std::vector<const Lever*> Advisor::lever_table(const Candidate& pick, const std:
     std::string verdict = r.helps ? (r.gain > spread ? "better, beyond the seed spread" : "better, within the seed spread")
                                   : r.gain == 0 ? "no change" : "worse";
     if (std::fabs(cost) > 0.10)
-      verdict += fmt(", step %+.0f%%: moves the shapes (rerun advise with it in the base)", 100 * cost);
+      verdict += fmt(", step %+.0f%%: moves the shapes (timed again with it if it is chosen)", 100 * cost);
     else if (r.shared_step)
       verdict += ", same step time";
     std::printf("%-20s %9.4f %7lld %9.4f %+9.4f  %s\n", r.lever->name.c_str(), r.step_s,
@@ -936,33 +950,32 @@ std::vector<const Lever*> Advisor::lever_table(const Candidate& pick, const std:
 // The kept levers merged (a lever setting a key a larger gain's lever sets differently is left out: *sets, *names
 // "a+b"), timed unless every one costs the base's step, and trained on every seed (*runs: those that trained).
 Status Advisor::combination_runs(const Candidate& pick, double lr_scale, const std::vector<const Lever*>& keep,
-                                 std::map<std::string, std::string>* sets, std::string* names,
-                                 std::vector<double>* runs) {
+                                 LeverChoice* c) {
   const uint64_t seed0 = static_cast<uint64_t>(settings.seed);
   const int nseeds = std::max(1, o.seeds);
   std::vector<const Lever*> combo;
   for (const Lever* l : keep) {
-    std::map<std::string, std::string> trial = *sets;
+    std::map<std::string, std::string> trial = c->sets;
     std::vector<const Lever*> one = {l};
-    if (merge_levers(one, &trial).ok()) *sets = trial, combo.push_back(l);
+    if (merge_levers(one, &trial).ok()) c->sets = trial, combo.push_back(l);
     else std::printf("%s left out: it sets a key a larger gain's lever sets differently\n", l->name.c_str());
   }
-  for (const Lever* l : combo) *names += (names->empty() ? "" : "+") + l->name;
+  for (const Lever* l : combo) c->names += (c->names.empty() ? "" : "+") + l->name;
   Config pc = candidate_config(pick);
   Config cc = pc;
   ConfigSchema schema = train_schema();
-  for (const auto& [k, v] : *sets) FRONTIER_RETURN_IF_ERROR(schema.apply_set(k + "=" + v, &cc));
+  for (const auto& [k, v] : c->sets) FRONTIER_RETURN_IF_ERROR(schema.apply_set(k + "=" + v, &cc));
   bool same_cost = true;
   for (const Lever* l : combo) same_cost = same_cost && l->same_cost;
-  double combo_step = pick.step_s;
-  if (!same_cost) FRONTIER_RETURN_IF_ERROR(lever_step_time(pc, cc, "levers " + *names, pick, &combo_step));
-  if (std::fabs(combo_step / pick.step_s - 1) < 0.03) combo_step = pick.step_s;
-  std::printf("\ncombining %s on %d seed(s)\n", names->c_str(), nseeds);
+  c->step_s = pick.step_s;
+  if (!same_cost) FRONTIER_RETURN_IF_ERROR(lever_step_time(pc, cc, "levers " + c->names, pick, &c->step_s));
+  if (std::fabs(c->step_s / pick.step_s - 1) < 0.03) c->step_s = pick.step_s;
+  std::printf("\ncombining %s on %d seed(s)\n", c->names.c_str(), nseeds);
   for (int k = 0; k < nseeds; k++) {
     double m = 0;
-    FRONTIER_RETURN_IF_ERROR(run_at_budget(pick.label() + " + " + *names + fmt(", seed %.0f", double(seed0 + k)),
-                                           o.base, &pick, combo_step, 0, &m, lr_scale, *sets, seed0 + k));
-    if (m > 0) runs->push_back(m);
+    FRONTIER_RETURN_IF_ERROR(run_at_budget(pick.label() + " + " + c->names + fmt(", seed %.0f", double(seed0 + k)),
+                                           o.base, &pick, c->step_s, 0, &m, lr_scale, c->sets, seed0 + k));
+    if (m > 0) c->runs.push_back(m);
   }
   return ok_status();
 }
@@ -972,7 +985,8 @@ Status Advisor::combination_runs(const Candidate& pick, double lr_scale, const s
 // of each other), so the per-seed differences are the measurement; their standard error decides. Returns whether
 // the combination is taken; *note says why.
 bool Advisor::decide_combination(const std::string& names, const std::vector<double>& base_runs, double base_mean,
-                                 const std::vector<double>& combo_runs, double* combo_mean, std::string* note) const {
+                                 const std::vector<double>& combo_runs, double* combo_mean, std::string* note,
+                                 const std::string& against) const {
   const int nseeds = std::max(1, o.seeds);
   double combo_sd = 0, diff = 0, diff_sd = 0;
   mean_sd(combo_runs, combo_mean, &combo_sd);
@@ -981,12 +995,102 @@ bool Advisor::decide_combination(const std::string& names, const std::vector<dou
   mean_sd(diffs, &diff, &diff_sd);
   const double se = diff_sd / std::sqrt(static_cast<double>(nseeds));
   const bool take = nseeds > 1 ? diff > 2 * se && diff > 0 : diff > 0;
-  *note = names + fmt(": mean val_bpb %.4f", *combo_mean) + fmt(" vs the base's %.4f", base_mean) + " over " +
+  *note = names + fmt(": mean val_bpb %.4f", *combo_mean) + " vs " + against + fmt("'s %.4f", base_mean) + " over " +
           std::to_string(nseeds) + " seed(s), paired difference " + fmt("%.4f", diff) +
           (nseeds > 1 ? " +- " + fmt("%.4f", se) + " (s.e.)" : std::string(" (one seed: no standard error)")) + ": " +
-          (take ? "taken" : nseeds > 1 ? "not beyond twice its standard error; the base is kept"
-                                       : "not better; the base is kept");
+          (take ? "taken" : nseeds > 1 ? "not beyond twice its standard error; " + against + " is kept"
+                                       : "not better; " + against + " is kept");
   return take;
+}
+
+// The shapes again with the chosen levers in the base (advise.h). A lever that changes the step's cost changes the
+// tokens each shape's budget buys, and not by one factor for every shape (windows cut attention, a larger share of
+// a long sequence's or a deep stack's step), so every candidate's step is timed with the levers (back to back with
+// its own, cached), the loss model ranks the candidates at the tokens that step buys (it was fitted without the
+// levers: their effect beyond the step's cost is taken to be the same at every shape, which leaves the ranking as
+// it is), and the best K of each sequence length, the pick's shape aside, are trained with the levers on the first
+// seed. One that beats the pick with the levers there is trained on every seed and taken when its paired
+// difference is beyond twice its standard error, as the combination was; the best mean of those taken wins.
+Status Advisor::reshape(const Candidate& pick, double lr_scale, const LeverChoice& ch, Candidate* out, double* bpb,
+                        std::string* note) {
+  const uint64_t seed0 = static_cast<uint64_t>(settings.seed);
+  const int nseeds = std::max(1, o.seeds);
+  auto same_shape = [](const Candidate& a, const Candidate& b) { return a.depth == b.depth && a.T == b.T && a.B == b.B; };
+  std::printf("\nthe shapes again with %s in the base: its step is %+.0f%% of the base's at %s (--reshape-above "
+              "%.0f%%), which moves the tokens each shape buys\n", ch.names.c_str(),
+              100 * (ch.step_s / pick.step_s - 1), pick.label().c_str(), 100 * o.reshape_above);
+  ConfigSchema schema = train_schema();
+  std::vector<Candidate> lc = cands;
+  for (Candidate& c : lc) {
+    if (StopSignals::received()) return Status::error("advise: stopped by a signal");
+    if (same_shape(c, pick)) {
+      c.step_s = ch.step_s;
+    } else {
+      Config bc = candidate_config(c), cc = bc;
+      for (const auto& [k, v] : ch.sets) FRONTIER_RETURN_IF_ERROR(schema.apply_set(k + "=" + v, &cc));
+      double own = c.step_s;
+      FRONTIER_RETURN_IF_ERROR(lever_step_time(bc, cc, "levers " + ch.names + " at " + c.label(), c, &own));
+      c.step_s = own;
+    }
+    at_budget(&c);
+    c.predicted = model.predict(c.n_ne, double(std::max<int64_t>(c.tokens, 1)), c.recipe);
+  }
+  std::vector<Candidate*> order;
+  for (Candidate& c : lc) order.push_back(&c);
+  std::stable_sort(order.begin(), order.end(), [](const Candidate* a, const Candidate* b) {
+    if (a->excluded.empty() != b->excluded.empty()) return a->excluded.empty();
+    return a->predicted < b->predicted;
+  });
+  std::printf("  %-16s %9s %9s %7s %8s %6s %9s  %s\n", "shape", "base s", "levers s", "change", "steps", "tokens",
+              "predicted", "");
+  for (const Candidate* c : order) {
+    const Candidate& b = cands[static_cast<size_t>(c - lc.data())];
+    std::printf("  %-16s %9.4f %9.4f %+6.0f%% %8lld %6s %9.4f  %s\n", c->label().c_str(), b.step_s, c->step_s,
+                100 * (c->step_s / b.step_s - 1), static_cast<long long>(c->steps), si(double(c->tokens)).c_str(),
+                c->predicted, !c->excluded.empty() ? ("excluded: " + c->excluded).c_str()
+                                                   : same_shape(*c, pick) ? "(the pick: measured above)" : "");
+  }
+  *out = lc[static_cast<size_t>(std::find_if(lc.begin(), lc.end(), [&](const Candidate& c) {
+                                   return same_shape(c, pick);
+                                 }) - lc.begin())];
+  *bpb = ch.mean;
+  std::vector<const Candidate*> tries;
+  for (size_t r = 0; r < o.seq_lens.size(); r++) {
+    int k = 0;
+    for (const Candidate* c : order)
+      if (c->excluded.empty() && c->recipe == static_cast<int>(r) && !same_shape(*c, pick) &&
+          k < std::max(1, o.validate))
+        tries.push_back(c), k++;
+  }
+  std::string taken;
+  for (const Candidate* c : tries) {
+    const std::string name = c->label() + " + " + ch.names;
+    double first = 0;
+    FRONTIER_RETURN_IF_ERROR(run_at_budget(name, o.base, c, c->step_s, c->predicted, &first, lr_scale, ch.sets, seed0));
+    if (first <= 0) continue;
+    if (first >= ch.runs[0]) {
+      std::printf("  %s: not better than %s + %s on the first seed (%.4f)\n", c->label().c_str(),
+                  pick.label().c_str(), ch.names.c_str(), ch.runs[0]);
+      continue;
+    }
+    std::vector<double> runs = {first};
+    for (int k = 1; k < nseeds; k++) {
+      double m = 0;
+      FRONTIER_RETURN_IF_ERROR(run_at_budget(name + fmt(", seed %.0f", double(seed0 + k)), o.base, c, c->step_s, 0,
+                                             &m, lr_scale, ch.sets, seed0 + k));
+      if (m > 0) runs.push_back(m);
+    }
+    if (runs.size() != ch.runs.size()) continue;
+    double mean = 0;
+    std::string why;
+    const bool take = decide_combination(name, ch.runs, ch.mean, runs, &mean, &why, pick.label() + " + " + ch.names);
+    std::printf("  %s\n", why.c_str());
+    if (take && mean < *bpb) *out = *c, *bpb = mean, taken = why;
+  }
+  *note = taken.empty() ? "the shapes again with " + ch.names + ": " + pick.label() + " kept"
+                        : "the shapes again with " + ch.names + ": " + taken;
+  std::printf("%s\n", note->c_str());
+  return ok_status();
 }
 
 }  // namespace
@@ -1062,20 +1166,32 @@ Status run_advise(const AdviseOptions& o) {
       runs++;
       if (m > 0 && m < best_bpb) best_bpb = m, best_scale = sc;
     }
-    std::map<std::string, std::string> lever_sets;
-    std::string lever_note;
-    double lever_bpb = best_bpb;
-    FRONTIER_RETURN_IF_ERROR(a.lever_stage(*picks[best], best_scale, best_bpb, &lever_sets, &lever_bpb, &lever_note));
+    LeverChoice choice;
+    FRONTIER_RETURN_IF_ERROR(a.lever_stage(*picks[best], best_scale, &choice));
+    Candidate advised = *picks[best];
+    double advised_bpb = best_bpb;
     std::string how = "the best measured of " + std::to_string(runs) + " trained at the full budget";
-    if (!lever_sets.empty()) how = "the mean over " + std::to_string(std::max(1, o.seeds)) + " seeds with the levers";
-    FRONTIER_RETURN_IF_ERROR(a.write_advice(*picks[best], lever_sets.empty() ? best_bpb : lever_bpb, how, best_scale,
-                                            lever_sets, lever_note));
+    std::string note = choice.note;
+    if (!choice.sets.empty()) {
+      how = "the mean over " + std::to_string(std::max(1, o.seeds)) + (o.seeds > 1 ? " seeds" : " seed") +
+            " with the levers";
+      advised.step_s = choice.step_s;
+      a.at_budget(&advised);
+      advised_bpb = choice.mean;
+      if (o.reshape_above == 0 || std::fabs(choice.step_s / picks[best]->step_s - 1) > o.reshape_above) {
+        std::string reshape_note;
+        FRONTIER_RETURN_IF_ERROR(a.reshape(*picks[best], best_scale, choice, &advised, &advised_bpb, &reshape_note));
+        note += "; " + reshape_note;
+      }
+    }
+    FRONTIER_RETURN_IF_ERROR(a.write_advice(advised, advised_bpb, how, best_scale, choice.sets, note));
     const std::string lr_note = best_scale == 1.0 ? "" : fmt(", learning rates x %g", best_scale);
-    json row = {{"label", "advised (" + picks[best]->label() + lr_note + ")"}, {"shape", picks[best]->label()},
-                {"advice", true}, {"config", o.base}, {"budget", o.budget}, {"step_s", picks[best]->step_s},
-                {"val_bpb", best_bpb}, {"predicted", picks[best]->predicted}, {"data", a.data_dir},
+    json row = {{"label", "advised (" + advised.label() + lr_note + ")"}, {"shape", advised.label()},
+                {"advice", true}, {"config", o.base}, {"budget", o.budget}, {"step_s", advised.step_s},
+                {"val_bpb", advised_bpb}, {"predicted", advised.predicted}, {"data", a.data_dir},
                 {"machine", a.machine}, {"when", static_cast<int64_t>(std::time(nullptr))}};
     if (best_scale != 1.0) row["lr_scale"] = best_scale;
+    if (!choice.sets.empty()) row["levers"] = sets_key(choice.sets);
     FRONTIER_RETURN_IF_ERROR(a.append_validation(row));
   }
   FRONTIER_RETURN_IF_ERROR(a.compare());

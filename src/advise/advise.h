@@ -36,9 +36,15 @@
 // its gain); the levers that beat the base on the first seed are combined (a key two of them set differently goes
 // to the larger gain) and the combination is trained on every seed. The advice takes the combination when its
 // paired difference from the base (seed by seed: both share each seed's initialisation and data order) is more than
-// twice its standard error, else the base. The seed spread is printed beside the single-seed gains. The shape stage
-// is not rerun with the chosen levers: a lever that changes the step's cost by more than 10% is named as moving the
-// shapes (windows make long sequences cheaper), for a rerun with it in the base.
+// twice its standard error, else the base. The seed spread is printed beside the single-seed gains.
+//
+// The shapes again (--reshape-above, default 10%): when the chosen levers change the pick's step time by more than
+// that (windows make long sequences and deep stacks cheaper), every candidate's step is timed with them, the loss
+// model ranks the candidates at the tokens their new step buys, and the best K of each sequence length are trained
+// with the levers, first on one seed, then, if better than the pick with the levers there, on every seed; a shape
+// whose paired difference from the pick with the levers beats twice its standard error becomes the advice. The
+// loss model was fitted without the levers, so this assumes their gain beyond the step's cost is the same at every
+// shape; the training runs are the check.
 //
 // Not searched (the base config's values are kept and printed): the learning rates' ratios, warmdown, batch in
 // sequences, head_dim, precision. `frontier research` tunes those around the advised shape.
@@ -68,6 +74,7 @@ struct AdviseOptions {
   std::string chart;                    // write the budget chart (SVG) of validations.jsonl here and stop
   std::string levers = "default";       // the architecture stage's levers (advise/levers.h): default, all, none, names
   int seeds = 3;                        // seeds of the base and the combination in the architecture stage
+  double reshape_above = 0.10;          // the chosen levers' step-cost change beyond which the shapes are rerun
   // The hardware profile to advise for, on this CPU (docs/hardware-frontier.md): an instruction-set tier at or below
   // what the CPU has (as FRONTIER_ISA; the trials inherit it), a thread count and a precision ("" / 0: the base
   // config's train.threads and train.precision, and the CPU's best tier). Each profile has its own caches.
