@@ -196,10 +196,24 @@ void gemm(Precision p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
 void gemm_symmetric(Precision p, bool ta, bool tb, int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
                     const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   gemm_driver(gemm_kernel(p), true, ta, tb, M, M, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  // Mirror the lower triangle; rows in parallel (each writes only its own row's upper part).
-#pragma omp parallel for schedule(dynamic, 16) if (M >= 128 && !omp_in_parallel())
-  for (int64_t i = 0; i < M; i++)
-    for (int64_t j = i + 1; j < M; j++) C[i * ldc + j] = C[j * ldc + i];
+  // Mirror the lower triangle in 32 x 32 blocks, each copied by rows into a buffer in L1 and written out by rows
+  // (row by row, each upper row read a column of C: a cache line per element, 7% of a 512 x 2048 Polar Express);
+  // block rows in parallel (each writes only its own rows' upper part).
+  constexpr int64_t kB = 32;
+#pragma omp parallel for schedule(dynamic, 1) if (M >= 128 && !omp_in_parallel())
+  for (int64_t i0 = 0; i0 < M; i0 += kB) {
+    const int64_t ni = std::min(kB, M - i0);
+    for (int64_t i = i0; i < i0 + ni; i++)  // the diagonal block
+      for (int64_t j = i + 1; j < i0 + ni; j++) C[i * ldc + j] = C[j * ldc + i];
+    for (int64_t j0 = i0 + kB; j0 < M; j0 += kB) {
+      const int64_t nj = std::min(kB, M - j0);
+      float t[kB][kB];  // the lower block, read by rows (contiguous), written out by columns from L1
+      for (int64_t j = 0; j < nj; j++)
+        for (int64_t i = 0; i < ni; i++) t[j][i] = C[(j0 + j) * ldc + i0 + i];
+      for (int64_t i = 0; i < ni; i++)
+        for (int64_t j = 0; j < nj; j++) C[(i0 + i) * ldc + j0 + j] = t[j][i];
+    }
+  }
 }
 
 int64_t gemm_packed_b_bytes(Precision p, int64_t K, int64_t N) {

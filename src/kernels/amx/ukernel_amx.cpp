@@ -188,16 +188,21 @@ void pack_b_amx(int NR, bool trans, const float* B, int64_t ldb, int64_t j0, int
       done++;
     }
   } else if (NR == kNR && nr == NR) {  // transposed: column j's depth is a run along B's row j
-    alignas(64) uint32_t w[16];
+    // 16 columns x 32 of depth at a time: each column's 16 pair words (a vector), transposed in registers so that
+    // each pair row's 16 words are one 64-byte store (a word at a time, this packing was a fifth of a 512 x 2048
+    // Polar Express, whose X X^T reads X as a transposed B).
+    const int64_t kfull = kc / 32 * 32;
+    for (int h = 0; h < kNR; h += 16) {
+      for (int64_t k = 0; k < kfull; k += 32) {
+        __m512i r[16];
+        for (int j = 0; j < 16; j++) r[j] = bf16_run(B + (j0 + h + j) * ldb + p0 + k);
+        transpose_16x16(r);
+        for (int q = 0; q < 16; q++) _mm512_storeu_si512(dst + (k / 2 + q) * kNR + h, r[q]);
+      }
+    }
     for (int j = 0; j < kNR; j++) {
       const float* src = B + (j0 + j) * ldb + p0;
-      int64_t k = 0;
-      for (; k + 32 <= kc; k += 32) {
-        _mm512_store_si512(w, bf16_run(src + k));
-#pragma GCC unroll 16
-        for (int q = 0; q < 16; q++) dst[(k / 2 + q) * kNR + j] = w[q];
-      }
-      for (; k < kc; k += 2) {
+      for (int64_t k = kfull; k < kc; k += 2) {
         const uint32_t lo = pack_to_bf16(src[k]), hi = k + 1 < kc ? pack_to_bf16(src[k + 1]) : 0;
         dst[(k / 2) * kNR + j] = lo | (hi << 16);
       }
