@@ -163,6 +163,7 @@ TEST(Gemm, SmallBlockSizesExerciseEveryLoop) {
   for (auto [isa, k] : kernels_here()) {
     GemmKernel bs = *k;
     bs.KC = k->k_align ? k->k_align : 6, bs.MC = 2 * bs.MR, bs.NC = 3 * bs.NR;  // AMX: one tile deep
+    bs.KC_ta = 2 * bs.KC;  // transposed A: its own depth block, also several per product
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         check_gemm(bs, ta, tb, 41, 75, 31, 1.f, 0.f, 1);

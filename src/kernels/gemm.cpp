@@ -80,6 +80,9 @@ void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {  // C = 
 }
 
 // The driver. lower: only tiles with an element on or below the diagonal are computed (symmetric products).
+// The depth block of a product: KC, or KC_ta when op(A) is transposed and the kernel sets one.
+int64_t depth_block(const GemmKernel& bs, bool ta) { return ta && bs.KC_ta > 0 ? bs.KC_ta : bs.KC; }
+
 void gemm_driver(const GemmKernel& bs, bool lower, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   FRONTIER_CHECK(M >= 0 && N >= 0 && K >= 0 && ldc >= N);
@@ -88,7 +91,7 @@ void gemm_driver(const GemmKernel& bs, bool lower, bool ta, bool tb, int64_t M, 
   if (M == 0 || N == 0) return;
   if (K == 0 || alpha == 0.f) return scale_c(M, N, beta, C, ldc);
   const int MR = bs.MR, NR = bs.NR, eb = bs.elem_bytes();
-  const int64_t KC = bs.KC, MC = bs.MC, NC = bs.NC;
+  const int64_t KC = depth_block(bs, ta), MC = bs.MC, NC = bs.NC;
   static thread_local AlignedBuf bbuf;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const int64_t n_ic = (M + MC - 1) / MC;
@@ -146,8 +149,9 @@ void prepacked(const GemmKernel& bs, bool ta, int64_t M, int64_t N, int64_t K, f
   static thread_local AlignedBuf abuf;
   const int eb = bs.elem_bytes();
   const int64_t n_panels = (N + bs.NR - 1) / bs.NR, Kpad = round_up(Kp, bs.kp());
-  for (int64_t pc = 0; pc < K; pc += bs.KC) {
-    const int64_t kc = std::min<int64_t>(bs.KC, K - pc), kcp = round_up(kc, bs.kp());
+  const int64_t KC = depth_block(bs, ta);  // as gemm_driver's, so that both sum in the same order
+  for (int64_t pc = 0; pc < K; pc += KC) {
+    const int64_t kc = std::min<int64_t>(KC, K - pc), kcp = round_up(kc, bs.kp());
     const float beta_k = pc == 0 ? beta : 1.f;
     for (int64_t ic = 0; ic < M; ic += bs.MC) {
       const int64_t mc = std::min<int64_t>(bs.MC, M - ic);

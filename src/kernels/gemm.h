@@ -60,6 +60,7 @@ struct GemmKernel {
   GemmPackB pack_b;
   int k_align = 0;  // depth the panels are padded to (0: kp's pair or single); AMX: 32, its tile depth
   GemmBegin begin = nullptr;  // called by a thread before its microkernel calls of one task (macro-kernel)
+  int KC_ta = 0;  // the depth block when op(A) is transposed (weight gradients, X^T X), if not KC (0: KC)
   int kp() const { return k_align ? k_align : prec == Precision::kBf16 ? 2 : 1; }
   int elem_bytes() const { return prec == Precision::kBf16 ? 2 : 4; }
 };

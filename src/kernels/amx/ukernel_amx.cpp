@@ -224,13 +224,16 @@ void begin_amx() { _tile_loadconfig(&tile_config()); }
 namespace frontier {
 
 const GemmKernel& gemm_kernel_amx_bf16() {
-  // KC x NR B micro-panel: 768 x 32 x 2 B = 48 KiB; MC x KC A block 64 x 768 x 2 B = 96 KiB (L2). KC is a
-  // multiple of the tile depth (32). Measured on the Xeon of 2026-12-06 (KC 256-1024 x MC 32-256, best of 5, two
-  // rounds): MC 64 over 128 gave +8-20% on the model's shapes (qkv forward 1,430-1,550 against 1,300-1,320
-  // GFLOP/s, qkv dW 880-900 against 730-800); KC 768 and 1024 tied, 256-512 lost.
+  // Block sizes measured on the Xeon of 2026-12-07 (one thread, best of 7, every model and Polar Express shape at
+  // depth 8, KC 128-1024 x MC 32-128 x NC 512-2048): MC 32 (one A micro-panel per task, kept in L1 while the B
+  // micro-panels stream from L2) and NC 1024 (a packed B block of KC x NC x 2 B = 1 MiB, half of L2; at 2048 it
+  // did not stay there for a short M) over the 64 / 2048 of before: +11-44% on the forward and data-gradient
+  // products (4096 x 2048 x 512: 794 -> 1,145 GFLOP/s; Polar Express's 512 x 2048 x 512: 685 -> 857); KC 512 over
+  // 768 for those. The weight gradients (op(A) transposed, depth 4096) take KC 256: 617-713 -> 783-820 against
+  // 641-786 at 512. KC and KC_ta are multiples of the tile depth (32).
   static const GemmKernel k{"amx 32x32", Precision::kBf16, tier_amx::ukernel_amx_32x32, tier_amx::kMR, tier_amx::kNR,
-                            768, 64, 2048, tier_amx::pack_a_amx, tier_amx::pack_b_amx, tier_amx::kDepth,
-                            tier_amx::begin_amx};
+                            512, 32, 1024, tier_amx::pack_a_amx, tier_amx::pack_b_amx, tier_amx::kDepth,
+                            tier_amx::begin_amx, 256};
   return k;
 }
 
