@@ -13,7 +13,8 @@ Sources, each row naming its file, machine and date:
 
 Converters (text output -> docs/results/NAME.json; the text file stays the record, the JSON names it):
   python3 scripts/report.py convert-advise docs/codesign/wiki-300.txt --date 2026-12-04 --out docs/results/advise-wiki-300.json
-      `frontier advise` output: the machine line, the advice line and the `validate CONFIG ... measured X` lines.
+      `frontier advise` output: the machine line, the advice line, the `validate CONFIG ... measured X` lines and,
+      when the architecture stage took levers, its decision line.
   python3 scripts/report.py convert-summary docs/results/quickstart-2026-12-06.txt --date 2026-12-06 \\
       --machine "Intel Xeon | avx512bf16 | 2 threads" --what "..." --out docs/results/quickstart-2026-12-06.json
       a `frontier train` summary (the `key: value` lines after `---`).
@@ -60,6 +61,11 @@ def row_quickstart(rel):
 def row_advise(rel, what):
     d = load(rel)
     figure = "val_bpb %.4f (%s)" % (d["advice"]["measured"], d["advice"]["shape"])
+    if "levers" in d:
+        lv = d["levers"]
+        figure = "val_bpb %.4f (%s + %s; mean of %d seeds); the shape alone %.4f: %.2f%% lower, %.0f s.e." % (
+            lv["mean"], d["advice"]["shape"], lv["names"].replace("+", ", "), lv["seeds"], lv["base_mean"],
+            100 * lv["paired_diff"] / lv["base_mean"], lv["paired_diff"] / lv["se"])
     for c in d["compare"]:
         figure += "; %s %.4f" % (os.path.basename(c["config"]), c["measured"])
     return (what % d["budget_s"], figure, d["machine"], d["date"], link(rel))
@@ -91,9 +97,10 @@ ROWS = [
     lambda: row_quickstart("docs/results/quickstart-2026-12-06.json"),
     lambda: row_advise("docs/results/advise-default-60.json", "Advisor's pick for the built-in corpus, %d s (configs/tiny.toml)"),
     lambda: row_advise("docs/results/advise-wiki-300.json", "Advisor's pick for Wikipedia, %d s"),
+    lambda: row_advise("docs/results/advise-wiki-300-arch.json", "Advisor's pick for Wikipedia, %d s, shape and levers"),
     lambda: row_validations("docs/codesign/30min/validations.jsonl", "Advisor's pick for Wikipedia, %d min"),
     lambda: row_bench("docs/bench-2026-12-03-s4.json", 8, "bf16"),
-    lambda: row_bench("docs/bench-2026-12-07-s17b.json", 8, "bf16"),
+    lambda: row_bench("docs/bench-2026-12-07-s18d.json", 8, "bf16"),
 ]
 
 
@@ -123,10 +130,17 @@ def convert_advise(path, date):
     adv = re.search(r"^advice: (.*?), seq_len .*?measured ([\d.]+)", text, re.M)
     compare = [{"config": c, "measured": float(v)} for c, v in
                re.findall(r"^validate  (configs/\S+|docs/\S+\.toml)\s.*?measured ([\d.]+)", text, re.M)]
-    return {"source": os.path.relpath(os.path.abspath(path), ROOT), "date": date, "machine": machine,
-            "budget_s": int(budget) if budget == int(budget) else budget, "data": data,
-            "advice": {"shape": adv.group(1), "measured": float(adv.group(2))}, "compare": compare,
-            "converted_by": "scripts/report.py convert-advise"}
+    d = {"source": os.path.relpath(os.path.abspath(path), ROOT), "date": date, "machine": machine,
+         "budget_s": int(budget) if budget == int(budget) else budget, "data": data,
+         "advice": {"shape": adv.group(1), "measured": float(adv.group(2))}, "compare": compare,
+         "converted_by": "scripts/report.py convert-advise"}
+    # The architecture stage's decision, when it took a combination of levers.
+    lv = re.search(r"^(\S+): mean val_bpb ([\d.]+) vs the base's ([\d.]+) over (\d+) seed\(s\), paired difference "
+                   r"([\d.]+) \+- ([\d.]+) \(s\.e\.\): taken", text, re.M)
+    if lv:
+        d["levers"] = {"names": lv.group(1), "mean": float(lv.group(2)), "base_mean": float(lv.group(3)),
+                       "seeds": int(lv.group(4)), "paired_diff": float(lv.group(5)), "se": float(lv.group(6))}
+    return d
 
 
 def convert_summary(path, date, machine, what):

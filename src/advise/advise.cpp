@@ -1023,17 +1023,19 @@ Status Advisor::reshape(const Candidate& pick, double lr_scale, const LeverChoic
   std::vector<Candidate> lc = cands;
   for (Candidate& c : lc) {
     if (StopSignals::received()) return Status::error("advise: stopped by a signal");
+    Status timed = ok_status();
     if (same_shape(c, pick)) {
       c.step_s = ch.step_s;
     } else {
       Config bc = candidate_config(c), cc = bc;
       for (const auto& [k, v] : ch.sets) FRONTIER_RETURN_IF_ERROR(schema.apply_set(k + "=" + v, &cc));
       double own = c.step_s;
-      FRONTIER_RETURN_IF_ERROR(lever_step_time(bc, cc, "levers " + ch.names + " at " + c.label(), c, &own));
+      timed = lever_step_time(bc, cc, "levers " + ch.names + " at " + c.label(), c, &own);
       c.step_s = own;
     }
     at_budget(&c);
     c.predicted = model.predict(c.n_ne, double(std::max<int64_t>(c.tokens, 1)), c.recipe);
+    if (!timed.ok()) c.excluded = "the levers do not run at this shape: " + timed.message();  // e.g. a window > T
   }
   std::vector<Candidate*> order;
   for (Candidate& c : lc) order.push_back(&c);
