@@ -79,10 +79,10 @@ void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {  // C = 
     for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
 }
 
-// The driver. lower: only tiles with an element on or below the diagonal are computed (symmetric products).
 // The depth block of a product: KC, or KC_ta when op(A) is transposed and the kernel sets one.
 int64_t depth_block(const GemmKernel& bs, bool ta) { return ta && bs.KC_ta > 0 ? bs.KC_ta : bs.KC; }
 
+// The driver. lower: only tiles with an element on or below the diagonal are computed (symmetric products).
 void gemm_driver(const GemmKernel& bs, bool lower, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   FRONTIER_CHECK(M >= 0 && N >= 0 && K >= 0 && ldc >= N);

@@ -230,7 +230,8 @@ const GemmKernel& gemm_kernel_amx_bf16() {
   // did not stay there for a short M) over the 64 / 2048 of before: +11-44% on the forward and data-gradient
   // products (4096 x 2048 x 512: 794 -> 1,145 GFLOP/s; Polar Express's 512 x 2048 x 512: 685 -> 857); KC 512 over
   // 768 for those. The weight gradients (op(A) transposed, depth 4096) take KC 256: 617-713 -> 783-820 against
-  // 641-786 at 512. KC and KC_ta are multiples of the tile depth (32).
+  // 641-786 at 512. On two threads, the same shapes, two rounds: +3-28% on every one (docs/performance.md). KC and
+  // KC_ta are multiples of the tile depth (32).
   static const GemmKernel k{"amx 32x32", Precision::kBf16, tier_amx::ukernel_amx_32x32, tier_amx::kMR, tier_amx::kNR,
                             512, 32, 1024, tier_amx::pack_a_amx, tier_amx::pack_b_amx, tier_amx::kDepth,
                             tier_amx::begin_amx, 256};
