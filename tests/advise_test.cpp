@@ -434,6 +434,10 @@ TEST(Advise, ChosenLeversSendTheShapesBackThroughTheShapeStage) {
   }
   auto r2 = run_cmd(cmd);
   ASSERT_EQ(r2.rc, 0) << r2.out;
+  // A bad threshold is a one-line error before any work.
+  auto bad = run_cmd(small_advise_cmd(d, 3) + "--reshape-above -1");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("--reshape-above: Value -1 not in range"), std::string::npos) << bad.out;
   EXPECT_EQ(r2.out.find("/validate/"), std::string::npos) << r2.out;
   EXPECT_EQ(read_jsonl(recipe_dir + "/validations.jsonl").size(), v.size() + 1) << "one more advice row only";
 }
