@@ -83,7 +83,8 @@ void add_bench_command(CLI::App& app, Commands& cmds) {
   bn->add_flag("--torch", a->torch,
                "Also time the same GPT and optimizer in PyTorch (/usr/bin/python3 + python3-torch; fp32: stock, "
                "tcmalloc and BLIS + tcmalloc preloaded; bf16 autocast + bf16 Newton-Schulz as nanochat: stock and "
-               "tcmalloc) and print ours / best of all");
+               "tcmalloc) and print ours / best of all; a variant still in its first step at 4x the best one's step time is "
+               "stopped there and marked * (bf16 autocast without native bf16 takes minutes a step)");
   bn->add_flag("--no-scaling", a->no_scaling, "Skip the 1-thread runs (thread speedup)");
   bn->add_option("--precision", a->precision,
                  "auto: fp32, plus bf16 where the CPU has native bf16 (tiers avx512bf16 and amx); fp32: fp32 only; all: both")

@@ -11,6 +11,11 @@ prints one JSON object instead. `frontier bench --torch` runs it (stock, and wit
 configuration: forward and loss under torch.autocast("cpu", dtype=torch.bfloat16) (matmuls in bf16, weights and
 gradients stay fp32; backward runs outside the context, as nanochat does) and Muon's Polar Express iterations in
 bf16 (muon_step_bf16 below).
+
+--stop-above S: if the first warm-up step takes over S seconds, stop there ("stopped": true) and report S as its
+step time: the tokens/s printed is an upper bound (a watchdog thread ends the process at S, mid-step). `frontier bench` passes 4x the best variant's step so far, so that a
+variant that cannot win (bf16 autocast on a CPU without native bf16 runs its matmuls emulated, minutes a step) does
+not hold the benchmark for half an hour.
 """
 import argparse
 import contextlib
@@ -18,6 +23,7 @@ import json
 import os
 import statistics
 import sys
+import threading
 import time
 
 import torch
@@ -62,6 +68,8 @@ def main():
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
                     help="bf16: nanochat's autocast forward + bf16 Polar Express (see the module docstring)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--stop-above", type=float, default=0.0,
+                    help="stop after the first warm-up step if it took over this many seconds (0: never)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     C = (a.depth * a.aspect + a.head_dim - 1) // a.head_dim * a.head_dim
@@ -90,6 +98,14 @@ def main():
     cos, sin = freqs.cos()[None, :, None, :], freqs.sin()[None, :, None, :]
     bf16 = a.precision == "bf16"
     muon_step = muon_step_bf16 if bf16 else gpt_ref.muon_step
+    if a.stop_above > 0:  # the first step is cut at stop_above: its tokens/s is at most B*T/stop_above
+        def stop():
+            report(a, L, C, T, B, a.stop_above, True)
+            sys.stdout.flush()
+            os._exit(0)
+        watchdog = threading.Timer(a.stop_above, stop)
+        watchdog.daemon = True
+        watchdog.start()
     times = []
     for s in range(a.steps + 2):
         t0 = time.perf_counter()
@@ -100,16 +116,23 @@ def main():
         opt.step()
         for p, buf in muon:
             muon_step(p, buf, 0.02, 0.95, 0.2, 5)
+        if s == 0 and a.stop_above > 0:
+            watchdog.cancel()
         if s >= 2:
             times.append(time.perf_counter() - t0)
-    dt = statistics.median(times)
+    report(a, L, C, T, B, statistics.median(times), False)
+
+
+def report(a, L, C, T, B, dt, stopped):
     if a.json:
         print(json.dumps({"torch": torch.__version__, "depth": L, "dim": C, "seq_len": T, "batch": B,
                           "threads": a.threads, "optim": a.optim, "precision": a.precision, "step_seconds": dt,
-                          "tokens_per_sec": B * T / dt}))
+                          "tokens_per_sec": B * T / dt, "stopped": stopped}))
         return
+    how = (f"at most: its first step was stopped at --stop-above {a.stop_above:g} s" if stopped
+           else f"median step {dt * 1000:.1f} ms over {a.steps} steps")
     print(f"torch {torch.__version__}: depth {L} dim {C} seq {T} batch {B} threads {a.threads} {a.precision}: "
-          f"{B * T / dt:.0f} tokens/s (median step {dt * 1000:.1f} ms over {a.steps} steps)")
+          f"{B * T / dt:.0f} tokens/s ({how})")
 
 
 if __name__ == "__main__":

@@ -105,13 +105,16 @@ auto with_threads(int threads, F fn) {
 }
 
 // One run of python/torch_speed.py (the same GPT and optimizer in PyTorch) with env ("KEY=VALUE") added; its JSON
-// line, or null if it failed or took over 30 minutes (argv, no shell: util/subprocess.h).
+// line, or null if it failed or took over 30 minutes (argv, no shell: util/subprocess.h). stop_above > 0: the
+// script stops its first step at that many seconds (its JSON then says "stopped", tokens/s an upper bound).
 nlohmann::json run_torch(const std::string& script, const std::vector<std::string>& env, int depth, int64_t T, int B,
-                         int threads, int steps, const std::string& precision) {
+                         int threads, int steps, const std::string& precision, double stop_above) {
   Subprocess p;
+  char stop[32];
+  std::snprintf(stop, sizeof(stop), "%.3f", stop_above);
   p.argv = {"/usr/bin/python3", script, "--json", "--depth", std::to_string(depth), "--seq-len", std::to_string(T),
             "--batch", std::to_string(B), "--threads", std::to_string(threads), "--steps", std::to_string(steps),
-            "--precision", precision};
+            "--precision", precision, "--stop-above", stop};
   p.env = env;
   p.stderr_path = "/dev/null";
   p.timeout_s = 1800;
@@ -445,22 +448,30 @@ Status BenchRun::bench_train_config(size_t ci, Precision prec, const std::vector
     row["thread_speedup"] = (fb1 + op1) / secs;
   }
   if (!o_.torch_script.empty() && accum == 1 && torch_rows->is_null()) {  // torch_speed.py has no accumulation
-    *torch_rows = nlohmann::json::object();
+    *torch_rows = {{"tokens_per_sec", nlohmann::json::object()}, {"stopped", nlohmann::json::array()}};
+    double best_tps = 0;
     for (const auto& v : variants) {
       if (v.uses(kTcmalloc) && !file_exists(kTcmalloc)) continue;
       if (v.uses(kBlis) && !file_exists(kBlis)) continue;
-      nlohmann::json r = run_torch(o_.torch_script, v.env, depth, T, B, threads_, o_.train_steps, v.precision);
+      // A variant whose first step runs past 4x the best one's so far cannot win (bf16 autocast without native bf16
+      // runs minutes a step): it is stopped there, and its figure, an upper bound, is marked in the table.
+      const double stop_above = best_tps > 0 ? 4.0 * B * T / best_tps : 0.0;
+      nlohmann::json r =
+          run_torch(o_.torch_script, v.env, depth, T, B, threads_, o_.train_steps, v.precision, stop_above);
       if (r.is_null()) {
         std::fprintf(stderr, "bench: torch (%s) failed at depth %d\n", v.name.c_str(), depth);
         continue;
       }
-      (*torch_rows)[v.name] = r["tokens_per_sec"];
+      (*torch_rows)["tokens_per_sec"][v.name] = r["tokens_per_sec"];
+      if (r.value("stopped", false)) (*torch_rows)["stopped"].push_back(v.name);
+      else best_tps = std::max(best_tps, r["tokens_per_sec"].get<double>());
     }
   }
-  if (!torch_rows->is_null() && !torch_rows->empty()) {
-    row["torch"] = *torch_rows;
+  if (!torch_rows->is_null() && !(*torch_rows)["tokens_per_sec"].empty()) {
+    row["torch"] = (*torch_rows)["tokens_per_sec"];
+    if (!(*torch_rows)["stopped"].empty()) row["torch_stopped"] = (*torch_rows)["stopped"];
     double best = 0;
-    for (auto it = torch_rows->begin(); it != torch_rows->end(); ++it)
+    for (auto it = row["torch"].begin(); it != row["torch"].end(); ++it)
       if (it.value().get<double>() > best) best = it.value().get<double>(), row["torch_best"] = it.key();
     if (best > 0) row["ratio_vs_torch_best"] = tps / best;
   }
@@ -568,16 +579,28 @@ std::string BenchReport::table() const {
       s += "\nPyTorch (python/torch_speed.py: same GPT, Muon + AdamW), tokens/s\n"
            "                        ours  | fp32: stock  tcmalloc  blis+tc | bf16 autocast: stock  tcmalloc | "
            "ours/best\n";
+      bool any_stopped = false;
       for (const auto& r : json["train"]) {
         if (!r.contains("torch")) continue;
-        auto get = [&](const char* k) { return r["torch"].contains(k) ? r["torch"][k].get<double>() : 0.0; };
-        std::snprintf(buf, sizeof(buf), "depth %d seq %-4lld %-4s %7.0f  | %11.0f %9.0f %8.0f | %20.0f %9.0f | %8.2fx\n",
+        auto get = [&](const char* k, int width) {  // a stopped variant's figure is marked *
+          bool stopped = false;
+          for (const auto& n : r.value("torch_stopped", nlohmann::json::array())) stopped |= n == k;
+          any_stopped |= stopped;
+          char cell[32];
+          std::snprintf(cell, sizeof(cell), "%*.0f%s", stopped ? width - 1 : width,
+                        r["torch"].contains(k) ? r["torch"][k].get<double>() : 0.0, stopped ? "*" : "");
+          return std::string(cell);
+        };
+        std::snprintf(buf, sizeof(buf), "depth %d seq %-4lld %-4s %7.0f  | %s %s %s | %s %s | %8.2fx\n",
                       r["depth"].get<int>(), r["seq_len"].get<long long>(),
                       r.value("precision", std::string("fp32")).c_str(), r["tokens_per_sec"].get<double>(),
-                      get("stock"), get("tcmalloc"), get("blis+tcmalloc"), get("bf16"), get("bf16+tcmalloc"),
-                      r.value("ratio_vs_torch_best", 0.0));
+                      get("stock", 11).c_str(), get("tcmalloc", 9).c_str(), get("blis+tcmalloc", 8).c_str(),
+                      get("bf16", 20).c_str(), get("bf16+tcmalloc", 9).c_str(), r.value("ratio_vs_torch_best", 0.0));
         s += buf;
       }
+      if (any_stopped)
+        s += "*: stopped during its first (warm-up) step at 4x the best variant's step time; the figure is an upper "
+             "bound\n";
     }
   }
   s += targets();
