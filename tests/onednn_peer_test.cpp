@@ -75,11 +75,20 @@ TEST(OneDnnPeer, MatchesFrontierBf16GemmInEveryTransposeForm) {
       auto b_at = [&](int64_t k, int64_t j) { return round_bf16(tb ? B[j * ldb + k] : B[k * ldb + j]); };
 
       std::vector<float> c_dnnl(M * ldc, NAN), c_ours(M * ldc, NAN);
-      Status s = dnnl.prepare(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, ldc);
-      ASSERT_TRUE(s.ok()) << s.message();
-      s = dnnl.run(c_dnnl.data());
-      ASSERT_TRUE(s.ok()) << s.message();
       gemm(Precision::kBf16, ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, 0.f, c_ours.data(), ldc);
+      Status s = dnnl.prepare(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, ldc);
+      if (!isa_supported(Isa::kAvx512)) {
+        // oneDNN 2.6 has bf16 matmul only from AVX-512 up: on an AVX2-only CPU (the Zen 3 EPYC, 2026-12-07) it
+        // must refuse with "unimplemented", which `frontier bench` prints as the missing peer; ours is still
+        // checked against the reference, oneDNN's result standing in as ours.
+        ASSERT_FALSE(s.ok());
+        EXPECT_NE(s.message().find("unimplemented"), std::string::npos) << s.message();
+        c_dnnl = c_ours;
+      } else {
+        ASSERT_TRUE(s.ok()) << s.message();
+        s = dnnl.run(c_dnnl.data());
+        ASSERT_TRUE(s.ok()) << s.message();
+      }
 
       double worst_dnnl = 0, worst_ours = 0, worst_pair = 0;  // err / tolerance
       for (int64_t i = 0; i < M; i++) {

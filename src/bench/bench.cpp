@@ -484,6 +484,45 @@ Status BenchRun::bench_train_config(size_t ci, Precision prec, const std::vector
 
 Status run_bench(const BenchOptions& o, BenchReport* out) { return BenchRun(o, out).run(); }
 
+namespace {
+
+// The PyTorch comparison: one line per training row that has one ("" when none does).
+std::string torch_table(const nlohmann::json& train) {
+  bool torch = false;
+  for (const auto& r : train) torch |= r.contains("torch");
+  if (!torch) return "";
+  std::string s;
+  char buf[640];
+  s += "\nPyTorch (python/torch_speed.py: same GPT, Muon + AdamW), tokens/s\n"
+       "                        ours  | fp32: stock  tcmalloc  blis+tc | bf16 autocast: stock  tcmalloc | "
+       "ours/best\n";
+  bool any_stopped = false;
+  for (const auto& r : train) {
+    if (!r.contains("torch")) continue;
+    auto get = [&](const char* k, int width) {  // a stopped variant's figure is marked *
+      bool stopped = false;
+      for (const auto& n : r.value("torch_stopped", nlohmann::json::array())) stopped |= n == k;
+      any_stopped |= stopped;
+      char cell[32];
+      std::snprintf(cell, sizeof(cell), "%*.0f%s", stopped ? width - 1 : width,
+                    r["torch"].contains(k) ? r["torch"][k].get<double>() : 0.0, stopped ? "*" : "");
+      return std::string(cell);
+    };
+    std::snprintf(buf, sizeof(buf), "depth %d seq %-4lld %-4s %7.0f  | %s %s %s | %s %s | %8.2fx\n",
+                  r["depth"].get<int>(), r["seq_len"].get<long long>(),
+                  r.value("precision", std::string("fp32")).c_str(), r["tokens_per_sec"].get<double>(),
+                  get("stock", 11).c_str(), get("tcmalloc", 9).c_str(), get("blis+tcmalloc", 8).c_str(),
+                  get("bf16", 20).c_str(), get("bf16+tcmalloc", 9).c_str(), r.value("ratio_vs_torch_best", 0.0));
+    s += buf;
+  }
+  if (any_stopped)
+    s += "*: stopped during its first (warm-up) step at 4x the best variant's step time; the figure is an upper "
+         "bound\n";
+  return s;
+}
+
+}  // namespace
+
 std::string BenchReport::table() const {
   std::string s;
   char buf[640];
@@ -573,35 +612,7 @@ std::string BenchReport::table() const {
                     json["machine"]["threads"].get<int>(), r["thread_speedup"].get<double>());
       s += buf;
     }
-    bool torch = false;
-    for (const auto& r : json["train"]) torch |= r.contains("torch");
-    if (torch) {
-      s += "\nPyTorch (python/torch_speed.py: same GPT, Muon + AdamW), tokens/s\n"
-           "                        ours  | fp32: stock  tcmalloc  blis+tc | bf16 autocast: stock  tcmalloc | "
-           "ours/best\n";
-      bool any_stopped = false;
-      for (const auto& r : json["train"]) {
-        if (!r.contains("torch")) continue;
-        auto get = [&](const char* k, int width) {  // a stopped variant's figure is marked *
-          bool stopped = false;
-          for (const auto& n : r.value("torch_stopped", nlohmann::json::array())) stopped |= n == k;
-          any_stopped |= stopped;
-          char cell[32];
-          std::snprintf(cell, sizeof(cell), "%*.0f%s", stopped ? width - 1 : width,
-                        r["torch"].contains(k) ? r["torch"][k].get<double>() : 0.0, stopped ? "*" : "");
-          return std::string(cell);
-        };
-        std::snprintf(buf, sizeof(buf), "depth %d seq %-4lld %-4s %7.0f  | %s %s %s | %s %s | %8.2fx\n",
-                      r["depth"].get<int>(), r["seq_len"].get<long long>(),
-                      r.value("precision", std::string("fp32")).c_str(), r["tokens_per_sec"].get<double>(),
-                      get("stock", 11).c_str(), get("tcmalloc", 9).c_str(), get("blis+tcmalloc", 8).c_str(),
-                      get("bf16", 20).c_str(), get("bf16+tcmalloc", 9).c_str(), r.value("ratio_vs_torch_best", 0.0));
-        s += buf;
-      }
-      if (any_stopped)
-        s += "*: stopped during its first (warm-up) step at 4x the best variant's step time; the figure is an upper "
-             "bound\n";
-    }
+    s += torch_table(json["train"]);
   }
   s += targets();
   return s;
