@@ -12,10 +12,10 @@ configuration: forward and loss under torch.autocast("cpu", dtype=torch.bfloat16
 gradients stay fp32; backward runs outside the context, as nanochat does) and Muon's Polar Express iterations in
 bf16 (muon_step_bf16 below).
 
---stop-above S: if the first warm-up step takes over S seconds, stop there ("stopped": true) and report S as its
-step time: the tokens/s printed is an upper bound (a watchdog thread ends the process at S, mid-step). `frontier bench` passes 4x the best variant's step so far, so that a
-variant that cannot win (bf16 autocast on a CPU without native bf16 runs its matmuls emulated, minutes a step) does
-not hold the benchmark for half an hour.
+--stop-above S: if the first warm-up step is still running after S seconds, a watchdog thread ends the process
+there ("stopped": true) and reports S as its step time, so the tokens/s printed is an upper bound. `frontier bench`
+passes 4x the best variant's step so far, so that a variant that cannot win (bf16 autocast on a CPU without native
+bf16 runs its matmuls emulated, minutes a step) does not hold the benchmark for half an hour.
 """
 import argparse
 import contextlib
@@ -69,7 +69,8 @@ def main():
                     help="bf16: nanochat's autocast forward + bf16 Polar Express (see the module docstring)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--stop-above", type=float, default=0.0,
-                    help="stop after the first warm-up step if it took over this many seconds (0: never)")
+                    help="stop during the first warm-up step once it has run this many seconds, reporting "
+                         "that bound (0: never)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     C = (a.depth * a.aspect + a.head_dim - 1) // a.head_dim * a.head_dim
