@@ -28,6 +28,8 @@ int run_calibrate(const CalibrateArgs& a) {
     }
     std::printf("%-20s %7.1f GFLOP/s (1 thread)  %7.1f (%d threads)\n", peak_unit_name(u), c.peak_1t(u), c.peak(u),
                 n);
+    const std::string w = peak_scaling_warning(u, n, c.peak_1t(u), c.peak(u));
+    if (!w.empty()) std::fprintf(stderr, "%s\n", w.c_str());
   }
   std::printf("%-20s %7.1f GB/s    (1 thread)  %7.1f (%d threads)  [triad a = b + s*c]\n", "memory", c.mem_gbs_1t,
               c.mem_gbs, n);

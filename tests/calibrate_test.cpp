@@ -89,6 +89,35 @@ TEST(Calibrate, SavesCeilingsAndTrainReadsThem) {
   std::filesystem::remove_all(cache);
 }
 
+// An all-threads peak measured while a core was busy (a sibling vCPU descheduled: seen on a shared EPYC, the
+// 2-thread FMA loop at 1.03x the 1-thread one) would inflate every MFU against it: calibrate measures until it
+// scales, and a run reading such a file says so. SMT siblings share a core's units, so where the threads outnumber
+// the physical cores, 1x is right and no warning is due.
+TEST(Calibrate, WarnsWhenTheAllThreadsPeakDoesNotScale) {
+  const bool two_cores = cpu_features().cores >= 2;
+  EXPECT_EQ(peak_scaling_warning(PeakUnit::kAvx2Fma, 2, 100.0, 190.0), "");  // 1.9x over 2 cores: plausible
+  EXPECT_EQ(peak_scaling_warning(PeakUnit::kAvx2Fma, 1, 100.0, 100.0), "");
+  const std::string w = peak_scaling_warning(PeakUnit::kAvx2Fma, 2, 100.0, 103.0);
+  EXPECT_EQ(w.empty(), !two_cores) << w;
+  if (two_cores) {
+    EXPECT_NE(w.find("only 1.03x its 1-thread peak (100.0)"), std::string::npos) << w;
+    EXPECT_NE(w.find("re-run `frontier calibrate`"), std::string::npos) << w;
+  }
+  if (!two_cores || isa_supported(Isa::kAvx512)) return;  // the doctored file below is for the avx2 fp32 unit
+  std::string cache = make_temp_dir("calib_scale");
+  nlohmann::json j = {{"threads", 2}, {"fma_gflops", 103.0}, {"fma_gflops_1t", 100.0}, {"mem_gbs", 20.0},
+                      {"mem_gbs_1t", 15.0}, {"avx512_gflops", 0}, {"avx512_gflops_1t", 0}, {"bf16_gflops", 0},
+                      {"bf16_gflops_1t", 0}, {"amx_gflops", 0}, {"amx_gflops_1t", 0}};
+  write_text(cache + "/calibration.json", j.dump());
+  auto r = run_cmd("FRONTIER_CACHE=" + cache + " " +
+                   train_cmd("--budget 1000 --set train.max_steps=1 --set train.threads=2 --set train.peak_gflops=0 "
+                             "--set train.precision=fp32 --set train.run_dir=" + dataset() + "/calib_run_noscale"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: the avx2 fp32 fma peak on 2 threads (103.0 GFLOP/s) is only 1.03x"),
+            std::string::npos) << r.out;
+  std::filesystem::remove_all(cache);
+}
+
 // train.precision = auto without a calibration file: the two units are measured once per machine and recorded
 // (auto_precision.json); the next run reads the record instead of timing again, so every run of a session resolves
 // alike. A doctored record (bf16 100x the fp32 unit) decides the next run, which shows it is read, not re-measured.

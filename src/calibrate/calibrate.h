@@ -34,6 +34,9 @@ struct Calibration {
 };
 
 double measure_peak_gflops(PeakUnit u, int threads);
+// "" when the all-threads peak scales plausibly over the 1-thread one, else a one-line warning naming the
+// unit, both peaks and the fix (an MFU against a peak measured while a core was busy reads high).
+std::string peak_scaling_warning(PeakUnit u, int threads, double one, double all);
 inline double measure_fma_gflops(int threads) { return measure_peak_gflops(PeakUnit::kAvx2Fma, threads); }
 double measure_triad_gbs(int threads);
 Calibration calibrate(int threads);

@@ -50,6 +50,7 @@ const CpuFeatures& cpu_features() {
     if (const cpuinfo_cache* l1 = cpuinfo_get_l1d_cache(0)) c.l1d_kb = static_cast<int>(l1->size / 1024);
     if (const cpuinfo_cache* l2 = cpuinfo_get_l2_cache(0)) c.l2_kb = static_cast<int>(l2->size / 1024);
     if (const cpuinfo_cache* l3 = cpuinfo_get_l3_cache(0)) c.l3_kb = static_cast<int>(l3->size / 1024);
+    c.cores = static_cast<int>(cpuinfo_get_cores_count());
     return c;
   }();
   return f;

@@ -33,6 +33,7 @@ struct CpuFeatures {
   bool amx = false;         // AMX-TILE + AMX-BF16 by cpuid (Debian 12's libcpuinfo predates them), OS-enabled and granted
   std::string cpu_name;     // e.g. "AMD EPYC"
   int l1d_kb = 0, l2_kb = 0, l3_kb = 0;  // per core (L1, L2) and total (L3), 0 if unknown
+  int cores = 0;  // physical cores (SMT siblings share one core's arithmetic units), 0 if unknown
 };
 
 const CpuFeatures& cpu_features();
