@@ -158,6 +158,45 @@ TEST(Gemm, AllFormsRandomShapesWithEdgeTilesEveryKernel) {
         }
 }
 
+// A tier's own packing (the AVX2 tier's transposing packers) lays panels out exactly as the portable loops do, for
+// every form, offset, edge panel and depth not a multiple of its vector width, and writes nothing past its panels
+// (a guard of NaN sentinels after them must survive). Exact: packing is a copy.
+TEST(Gemm, TierPackingEqualsPortablePackingBitwise) {
+  const GemmKernel& ref = gemm_kernel_ref_fp32();
+  for (auto [isa, k] : kernels_here()) {
+    if (k->prec != Precision::kFp32 || isa == Isa::kRef) continue;
+    SCOPED_TRACE(k->name);
+    const int64_t ld = 700;
+    const auto src = rand_vec(ld * 600, 11);
+    for (bool trans : {false, true})
+      for (int64_t mc : {1, 5, 6, 7, 13, 96})
+        for (int64_t kc : {1, 7, 8, 9, 31, 512})
+          for (int64_t off : {0, 3}) {
+            const int64_t panels = (mc + k->MR - 1) / k->MR, n = panels * k->MR * kc, guard = 64;
+            Aligned fast((n + guard) * 4), slow((n + guard) * 4);
+            float *f = static_cast<float*>(fast.p), *s = static_cast<float*>(slow.p);
+            std::fill(f, f + n + guard, NAN), std::fill(s, s + n + guard, NAN);
+            k->pack_a(k->MR, trans, src.data(), ld, off, mc, 2 * off, kc, f);
+            ref.pack_a(k->MR, trans, src.data(), ld, off, mc, 2 * off, kc, s);
+            ASSERT_EQ(std::memcmp(f, s, n * 4), 0) << "pack_a trans=" << trans << " mc=" << mc << " kc=" << kc;
+            for (int64_t i = n; i < n + guard; i++) ASSERT_TRUE(std::isnan(f[i])) << "pack_a wrote past its panels";
+          }
+    for (bool trans : {false, true})
+      for (int64_t nr : {1, 9, k->NR})
+        for (int64_t kc : {1, 7, 8, 9, 31, 512})
+          for (int64_t off : {0, 5}) {
+            const int64_t n = k->NR * kc, guard = 64;
+            Aligned fast((n + guard) * 4), slow((n + guard) * 4);
+            float *f = static_cast<float*>(fast.p), *s = static_cast<float*>(slow.p);
+            std::fill(f, f + n + guard, NAN), std::fill(s, s + n + guard, NAN);
+            k->pack_b(k->NR, trans, src.data(), ld, off, nr, 2 * off, kc, f);
+            ref.pack_b(k->NR, trans, src.data(), ld, off, nr, 2 * off, kc, s);
+            ASSERT_EQ(std::memcmp(f, s, n * 4), 0) << "pack_b trans=" << trans << " nr=" << nr << " kc=" << kc;
+            for (int64_t i = n; i < n + guard; i++) ASSERT_TRUE(std::isnan(f[i])) << "pack_b wrote past its panel";
+          }
+  }
+}
+
 TEST(Gemm, SmallBlockSizesExerciseEveryLoop) {
   // KC, MC, NC far below the shapes: several pc (beta accumulation), ic and jc blocks, and edge tiles in each.
   for (auto [isa, k] : kernels_here()) {
