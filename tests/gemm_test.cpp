@@ -16,6 +16,7 @@
 #include "kernels/gemm.h"
 #include "test_util.h"
 #include "kernels/gemm_kernels.h"
+#include "kernels/avx2/pack_avx2.h"
 
 namespace frontier {
 namespace {
@@ -195,6 +196,35 @@ TEST(Gemm, TierPackingEqualsPortablePackingBitwise) {
             for (int64_t i = n; i < n + guard; i++) ASSERT_TRUE(std::isnan(f[i])) << "pack_b wrote past its panel";
           }
   }
+}
+
+// The AVX2 packers serve any panel width (the avx512 tier's 12 x 32 too): each width against the portable loops.
+TEST(Gemm, Avx2PackingEveryPanelWidthEqualsPortableBitwise) {
+  if (!isa_supported(Isa::kAvx2)) GTEST_SKIP() << "no AVX2 on this CPU: the AVX2 packers cannot run";
+  const GemmKernel& ref = gemm_kernel_ref_fp32();
+  const int64_t ld = 300;
+  const auto src = rand_vec(ld * 300, 12);
+  for (int R : {2, 3, 4, 5, 6, 8, 12, 16, 24, 32})
+    for (bool trans : {false, true})
+      for (int64_t kc : {1, 8, 13, 64})
+        for (int64_t m : {int64_t(1), int64_t(R), int64_t(2 * R + 1)}) {
+          SCOPED_TRACE(::testing::Message() << "R=" << R << " trans=" << trans << " kc=" << kc << " m=" << m);
+          const int64_t n = (m + R - 1) / R * R * kc, guard = 64;
+          Aligned fast((n + guard) * 4), slow((n + guard) * 4);
+          float *f = static_cast<float*>(fast.p), *s = static_cast<float*>(slow.p);
+          std::fill(f, f + n + guard, NAN), std::fill(s, s + n + guard, NAN);
+          tier_avx2::pack_a_avx2(R, trans, src.data(), ld, 1, m, 2, kc, f);
+          ref.pack_a(R, trans, src.data(), ld, 1, m, 2, kc, s);
+          ASSERT_EQ(std::memcmp(f, s, n * 4), 0) << "pack_a";
+          for (int64_t i = n; i < n + guard; i++) ASSERT_TRUE(std::isnan(f[i])) << "pack_a wrote past its panels";
+          if (m > R) continue;  // pack_b packs one panel of at most R columns
+          const int64_t nb = R * kc;
+          std::fill(f, f + nb + guard, NAN), std::fill(s, s + nb + guard, NAN);
+          tier_avx2::pack_b_avx2(R, trans, src.data(), ld, 1, m, 2, kc, f);
+          ref.pack_b(R, trans, src.data(), ld, 1, m, 2, kc, s);
+          ASSERT_EQ(std::memcmp(f, s, nb * 4), 0) << "pack_b";
+          for (int64_t i = nb; i < nb + guard; i++) ASSERT_TRUE(std::isnan(f[i])) << "pack_b wrote past its panel";
+        }
 }
 
 TEST(Gemm, SmallBlockSizesExerciseEveryLoop) {
