@@ -64,6 +64,19 @@ void causal_softmax_rows(float* P, int64_t bq, int64_t nk, int64_t i0, int64_t s
   }
 }
 
+// sum of a[i] * b[i] in 8 lanes (lane l takes i = l, l + 8, ...; added in order at the end), so that it vectorises:
+// one running sum is a chain of dependent adds (the softmax backward's rowsum(dO * O), D long, once per row).
+float row_dot(const float* a, const float* b, int64_t n) {
+  float lane[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; l++) lane[l] += a[i + l] * b[i + l];
+  float acc = 0;
+  for (int l = 0; l < 8; l++) acc += lane[l];
+  for (; i < n; i++) acc += a[i] * b[i];
+  return acc;
+}
+
 // Where a query block's keys start in the packed K^T / V: the first key any row of [i0, ...) sees,
 // max(0, i0 - window), rounded down to a multiple of align. Keys before it are never touched, so a layer with
 // window W costs O(T (W + kBlock)) instead of O(T^2 / 2). align = lcm(16, NR) keeps both offsets into the packed
@@ -146,14 +159,15 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
         const int64_t i0 = blk * kBlock, i1 = std::min(T, i0 + kBlock), bq = i1 - i0;
         const int64_t s0 = first_key(i0, window, align), nk = i1 - s0;  // keys [s0, i1)
         const float* Q = q + ((b * T + i0) * H + h) * D;  // rows stride H*D
+        // A strip at a time: its scores, their softmax and P V while its rows of S are in L1 / L2 (three passes
+        // over the whole block's S streamed it from L3 at T 2048: 192 x 2048 floats).
         for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
+          float* Sr = S.data() + r0 * nk;
           gemm_prepacked_b(prec, false, m, ka, D, scale, Q + r0 * H * D, H * D,
-                           Ktp + packed_col_offset(prec, D, a0), D, 0.f, S.data() + r0 * nk + (a0 - s0), nk);
-        });
-        causal_softmax_rows(S.data(), bq, nk, i0, s0, window, lse + (b * H + h) * T + i0, nullptr);
-        for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
-          gemm_prepacked_b(prec, false, m, D, ka, 1.f, S.data() + r0 * nk + (a0 - s0), nk,
-                           Vpp + packed_row_offset(prec, a0), T, 0.f, out + ((b * T + i0 + r0) * H + h) * D, H * D);
+                           Ktp + packed_col_offset(prec, D, a0), D, 0.f, Sr + (a0 - s0), nk);
+          causal_softmax_rows(Sr, m, nk, i0 + r0, s0, window, lse + (b * H + h) * T + i0 + r0, nullptr);
+          gemm_prepacked_b(prec, false, m, D, ka, 1.f, Sr + (a0 - s0), nk, Vpp + packed_row_offset(prec, a0), T, 0.f,
+                           out + ((b * T + i0 + r0) * H + h) * D, H * D);
         });
       }
     }
@@ -192,36 +206,38 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
           const int64_t row0 = ((b * T + i0) * H + h) * D;  // rows stride H*D
           const float *Q = q + row0, *dO = dout + row0, *O = out + row0;
           float* dQ = dq + row0;
+          // Query strips first, each while its rows are in L1 / L2: P (recomputed), dP = dO V^T, dS = P * (dP -
+          // rowsum(dO * O)) * scale written over dP, dQ += dS K. Then key strips over the block: dV += P^T dO,
+          // dK += dS^T Q. (Whole-block passes for each step streamed P and dP from L3 at T 2048.)
           for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
+            float *Pr = P.data() + r0 * nk, *dSr = dP.data() + r0 * nk;
             gemm_prepacked_b(prec, false, m, ka, D, scale, Q + r0 * H * D, H * D,
-                             Ktp + packed_col_offset(prec, D, a0), D, 0.f, P.data() + r0 * nk + (a0 - s0), nk);
+                             Ktp + packed_col_offset(prec, D, a0), D, 0.f, Pr + (a0 - s0), nk);
+            causal_softmax_rows(Pr, m, nk, i0 + r0, s0, window, nullptr, lse + (b * H + h) * T + i0 + r0);
+            gemm_prepacked_b(prec, false, m, ka, D, 1.f, dO + r0 * H * D, H * D,
+                             Vtp + packed_col_offset(prec, D, a0), D, 0.f, dSr + (a0 - s0), nk);  // dP
+            for (int64_t r = r0; r < r0 + m; r++) {
+              const float acc = row_dot(dO + r * H * D, O + r * H * D, D);
+              const float* pr = P.data() + r * nk;
+              float* ds = dP.data() + r * nk;
+              const int64_t t = i0 + r, lo = (window > 0 ? std::max<int64_t>(0, t - window) : 0) - s0;
+              const int64_t hi = t + 1 - s0;
+              // dS is 0 outside [lo, hi), as P is: the key strips below read rows over their own key ranges.
+              for (int64_t s = 0; s < lo; s++) ds[s] = 0.f;
+              for (int64_t s = lo; s < hi; s++) ds[s] = pr[s] * (ds[s] - acc) * scale;
+              for (int64_t s = hi; s < nk; s++) ds[s] = 0.f;
+            }
+            gemm_prepacked_b(prec, false, m, D, ka, 1.f, dSr + (a0 - s0), nk, Kpp + packed_row_offset(prec, a0), T,
+                             1.f, dQ + r0 * H * D, H * D);  // dQ += dS K
           });
-          causal_softmax_rows(P.data(), bq, nk, i0, s0, window, nullptr, lse + (b * H + h) * T + i0);
           for_each_key_strip(i0, bq, s0, nk, window, prec, D, dO, H * D, Rp.data(),
                              [&](int64_t c0, int64_t m, int64_t r0, int64_t kr, const void* Bp) {
                                gemm_prepacked_b(prec, true, m, D, kr, 1.f, P.data() + r0 * nk + c0, nk, Bp, bq, 1.f,
                                                 dV + (s0 + c0) * Hkv * D, Hkv * D);  // dV += P^T dO
                              });
-          for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
-            gemm_prepacked_b(prec, false, m, ka, D, 1.f, dO + r0 * H * D, H * D,
-                             Vtp + packed_col_offset(prec, D, a0), D, 0.f, dP.data() + r0 * nk + (a0 - s0),
-                             nk);  // dP = dO V^T
-          });
-          for (int64_t r = 0; r < bq; r++) {  // softmax backward: dS = P * (dP - rowsum(dO * O)) * scale
-            float acc = 0;
-            for (int64_t d = 0; d < D; d++) acc += dO[r * H * D + d] * O[r * H * D + d];
-            float* pr = P.data() + r * nk;
-            const float* dpr = dP.data() + r * nk;
-            const int64_t t = i0 + r, lo = (window > 0 ? std::max<int64_t>(0, t - window) : 0) - s0, hi = t + 1 - s0;
-            for (int64_t s = lo; s < hi; s++) pr[s] = pr[s] * (dpr[s] - acc) * scale;  // P is 0 outside [lo, hi)
-          }
-          for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
-            gemm_prepacked_b(prec, false, m, D, ka, 1.f, P.data() + r0 * nk + (a0 - s0), nk,
-                             Kpp + packed_row_offset(prec, a0), T, 1.f, dQ + r0 * H * D, H * D);  // dQ += dS K
-          });
           for_each_key_strip(i0, bq, s0, nk, window, prec, D, Q, H * D, Rp.data(),
                              [&](int64_t c0, int64_t m, int64_t r0, int64_t kr, const void* Bp) {
-                               gemm_prepacked_b(prec, true, m, D, kr, 1.f, P.data() + r0 * nk + c0, nk, Bp, bq, 1.f,
+                               gemm_prepacked_b(prec, true, m, D, kr, 1.f, dP.data() + r0 * nk + c0, nk, Bp, bq, 1.f,
                                                 dK + (s0 + c0) * Hkv * D, Hkv * D);  // dK += dS^T Q
                              });
         }
