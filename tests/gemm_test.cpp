@@ -159,42 +159,44 @@ TEST(Gemm, AllFormsRandomShapesWithEdgeTilesEveryKernel) {
         }
 }
 
+// Packs n floats with `fast` and with `portable` into buffers of NaN sentinels: both must write the same n floats,
+// and `fast` nothing in the guard after them. Exact: packing is a copy.
+template <class Fast, class Portable>
+void expect_same_packing(int64_t n, Fast&& fast, Portable&& portable) {
+  const int64_t guard = 64;
+  Aligned fa((n + guard) * 4), pa((n + guard) * 4);
+  float *f = static_cast<float*>(fa.p), *p = static_cast<float*>(pa.p);
+  std::fill(f, f + n + guard, NAN), std::fill(p, p + n + guard, NAN);
+  fast(f), portable(p);
+  ASSERT_EQ(std::memcmp(f, p, n * 4), 0) << "packed panels differ";
+  for (int64_t i = n; i < n + guard; i++) ASSERT_TRUE(std::isnan(f[i])) << "wrote past its panels";
+}
+
 // A tier's own packing (the AVX2 tier's transposing packers) lays panels out exactly as the portable loops do, for
-// every form, offset, edge panel and depth not a multiple of its vector width, and writes nothing past its panels
-// (a guard of NaN sentinels after them must survive). Exact: packing is a copy.
+// every form, offset, edge panel and depth not a multiple of its vector width.
 TEST(Gemm, TierPackingEqualsPortablePackingBitwise) {
   const GemmKernel& ref = gemm_kernel_ref_fp32();
   for (auto [isa, k] : kernels_here()) {
     if (k->prec != Precision::kFp32 || isa == Isa::kRef) continue;
-    SCOPED_TRACE(k->name);
     const int64_t ld = 700;
     const auto src = rand_vec(ld * 600, 11);
     for (bool trans : {false, true})
-      for (int64_t mc : {1, 5, 6, 7, 13, 96})
-        for (int64_t kc : {1, 7, 8, 9, 31, 512})
-          for (int64_t off : {0, 3}) {
-            const int64_t panels = (mc + k->MR - 1) / k->MR, n = panels * k->MR * kc, guard = 64;
-            Aligned fast((n + guard) * 4), slow((n + guard) * 4);
-            float *f = static_cast<float*>(fast.p), *s = static_cast<float*>(slow.p);
-            std::fill(f, f + n + guard, NAN), std::fill(s, s + n + guard, NAN);
-            k->pack_a(k->MR, trans, src.data(), ld, off, mc, 2 * off, kc, f);
-            ref.pack_a(k->MR, trans, src.data(), ld, off, mc, 2 * off, kc, s);
-            ASSERT_EQ(std::memcmp(f, s, n * 4), 0) << "pack_a trans=" << trans << " mc=" << mc << " kc=" << kc;
-            for (int64_t i = n; i < n + guard; i++) ASSERT_TRUE(std::isnan(f[i])) << "pack_a wrote past its panels";
+      for (int64_t kc : {1, 7, 8, 9, 31, 512})
+        for (int64_t off : {0, 3}) {
+          for (int64_t mc : {1, 5, 6, 7, 13, 96}) {
+            SCOPED_TRACE(::testing::Message() << k->name << " pack_a trans=" << trans << " mc=" << mc << " kc=" << kc);
+            expect_same_packing(
+                (mc + k->MR - 1) / k->MR * k->MR * kc,
+                [&](float* d) { k->pack_a(k->MR, trans, src.data(), ld, off, mc, 2 * off, kc, d); },
+                [&](float* d) { ref.pack_a(k->MR, trans, src.data(), ld, off, mc, 2 * off, kc, d); });
           }
-    for (bool trans : {false, true})
-      for (int64_t nr : {1, 9, k->NR})
-        for (int64_t kc : {1, 7, 8, 9, 31, 512})
-          for (int64_t off : {0, 5}) {
-            const int64_t n = k->NR * kc, guard = 64;
-            Aligned fast((n + guard) * 4), slow((n + guard) * 4);
-            float *f = static_cast<float*>(fast.p), *s = static_cast<float*>(slow.p);
-            std::fill(f, f + n + guard, NAN), std::fill(s, s + n + guard, NAN);
-            k->pack_b(k->NR, trans, src.data(), ld, off, nr, 2 * off, kc, f);
-            ref.pack_b(k->NR, trans, src.data(), ld, off, nr, 2 * off, kc, s);
-            ASSERT_EQ(std::memcmp(f, s, n * 4), 0) << "pack_b trans=" << trans << " nr=" << nr << " kc=" << kc;
-            for (int64_t i = n; i < n + guard; i++) ASSERT_TRUE(std::isnan(f[i])) << "pack_b wrote past its panel";
+          for (int64_t nr : {int64_t(1), int64_t(9), int64_t(k->NR)}) {
+            SCOPED_TRACE(::testing::Message() << k->name << " pack_b trans=" << trans << " nr=" << nr << " kc=" << kc);
+            expect_same_packing(
+                k->NR * kc, [&](float* d) { k->pack_b(k->NR, trans, src.data(), ld, off, nr, 2 * off, kc, d); },
+                [&](float* d) { ref.pack_b(k->NR, trans, src.data(), ld, off, nr, 2 * off, kc, d); });
           }
+        }
   }
 }
 
@@ -209,21 +211,14 @@ TEST(Gemm, Avx2PackingEveryPanelWidthEqualsPortableBitwise) {
       for (int64_t kc : {1, 8, 13, 64})
         for (int64_t m : {int64_t(1), int64_t(R), int64_t(2 * R + 1)}) {
           SCOPED_TRACE(::testing::Message() << "R=" << R << " trans=" << trans << " kc=" << kc << " m=" << m);
-          const int64_t n = (m + R - 1) / R * R * kc, guard = 64;
-          Aligned fast((n + guard) * 4), slow((n + guard) * 4);
-          float *f = static_cast<float*>(fast.p), *s = static_cast<float*>(slow.p);
-          std::fill(f, f + n + guard, NAN), std::fill(s, s + n + guard, NAN);
-          tier_avx2::pack_a_avx2(R, trans, src.data(), ld, 1, m, 2, kc, f);
-          ref.pack_a(R, trans, src.data(), ld, 1, m, 2, kc, s);
-          ASSERT_EQ(std::memcmp(f, s, n * 4), 0) << "pack_a";
-          for (int64_t i = n; i < n + guard; i++) ASSERT_TRUE(std::isnan(f[i])) << "pack_a wrote past its panels";
+          expect_same_packing(
+              (m + R - 1) / R * R * kc,
+              [&](float* d) { tier_avx2::pack_a_avx2(R, trans, src.data(), ld, 1, m, 2, kc, d); },
+              [&](float* d) { ref.pack_a(R, trans, src.data(), ld, 1, m, 2, kc, d); });
           if (m > R) continue;  // pack_b packs one panel of at most R columns
-          const int64_t nb = R * kc;
-          std::fill(f, f + nb + guard, NAN), std::fill(s, s + nb + guard, NAN);
-          tier_avx2::pack_b_avx2(R, trans, src.data(), ld, 1, m, 2, kc, f);
-          ref.pack_b(R, trans, src.data(), ld, 1, m, 2, kc, s);
-          ASSERT_EQ(std::memcmp(f, s, nb * 4), 0) << "pack_b";
-          for (int64_t i = nb; i < nb + guard; i++) ASSERT_TRUE(std::isnan(f[i])) << "pack_b wrote past its panel";
+          expect_same_packing(
+              R * kc, [&](float* d) { tier_avx2::pack_b_avx2(R, trans, src.data(), ld, 1, m, 2, kc, d); },
+              [&](float* d) { ref.pack_b(R, trans, src.data(), ld, 1, m, 2, kc, d); });
         }
 }
 

@@ -1,15 +1,16 @@
-// AVX2 packing of fp32 operands into the 6 x 16 microkernel's panels (BLIS's packm kernels per micro-architecture:
-// the portable loops in gemm_pack.h are the reference and serve every edge panel). The portable loops copy one
-// element at a time, strided on one side, and re-read A^T once per 6-row panel. Measured on the Zen 3 here (one
-// thread, operands in L2, best of 200, ns per element, portable -> these): A rows 0.59 -> 0.14, A^T 1.0 -> 0.16-0.27,
-// B^T 0.68-1.38 -> 0.15-0.34, B rows 0.37-0.40 -> 0.19-0.29; attention's fwd+bwd at T 512 (1 thread, best of 8
-// alternating) 17-18% faster, its packing 25% -> 13% of perf's samples.
-//   A, not transposed (x, dO, P rows): 6 rows x 8 depths loaded, transposed in registers (8 x 8 with two zero
-//     rows), each depth's 6 values stored contiguously.
-//   A transposed (g^T, P^T, dS^T): each depth is a contiguous row of A; taken row by row over all panels, so a row
-//     is read once (the portable loop re-read every row per panel), 6 values per panel per depth.
-//   B, transposed (W^T, K^T, V^T): 16 rows of 8 depths loaded, two 8 x 8 transposes, 16 values stored per depth.
-//   B, not transposed: 16 contiguous values per depth, two loads and two stores.
+// AVX2 packing of fp32 operands into microkernel panels (BLIS's packm kernels per micro-architecture): whole panels
+// here, edge panels by the portable loops of gemm_pack.h, which are also the reference these match bit for bit
+// (tests/gemm_test.cpp). Any panel width; the AVX2 tier's 6 x 16 and the avx512 fp32 tier's 12 x 32 are compiled
+// for their widths. The portable loops copy an element at a time, strided on one side, and re-read A^T once per
+// panel. Measured on the Zen 3 here (one thread, operands in L2, best of 200, ns per element, portable -> these):
+// A 0.59 -> 0.14, A^T 1.0 -> 0.15-0.27, B^T 0.68-1.38 -> 0.13-0.34, B 0.37-0.40 -> 0.17-0.29; attention's fwd+bwd at
+// T 512 (1 thread, best of 8 alternating) 17-18% faster, its packing 25% -> 13% of perf's samples.
+//   A (x, dO, P rows): up to 8 rows x 8 depths loaded, transposed in registers (zero rows for a short group), each
+//     depth's values stored contiguously.
+//   A^T (g^T, P^T, dS^T): depth k of a panel is MR contiguous values of row k of A; 8 rows at a time across all
+//     panels, so each row is read once and each panel written contiguously.
+//   B^T (W^T, K^T, V^T): 8 rows of 8 depths loaded per 8 columns, transposed, NR values stored per depth.
+//   B: NR contiguous values per depth, whole-vector loads and stores.
 // Compiled with -mavx2 -mfma only (CMakeLists.txt), called only where the CPU has them.
 #include "kernels/avx2/pack_avx2.h"
 
