@@ -176,8 +176,9 @@ void expect_same_packing(int64_t n, Fast&& fast, Portable&& portable) {
 // every form, offset, edge panel and depth not a multiple of its vector width.
 TEST(Gemm, TierPackingEqualsPortablePackingBitwise) {
   const GemmKernel& ref = gemm_kernel_ref_fp32();
-  for (auto [isa, k] : kernels_here()) {
-    if (k->prec != Precision::kFp32 || isa == Isa::kRef) continue;
+  for (const auto& tier : kernels_here()) {
+    const GemmKernel* k = tier.second;  // (a plain variable: C++17 lambdas cannot capture a structured binding)
+    if (k->prec != Precision::kFp32 || tier.first == Isa::kRef) continue;
     const int64_t ld = 700;
     const auto src = rand_vec(ld * 600, 11);
     for (bool trans : {false, true})
