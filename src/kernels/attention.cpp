@@ -28,40 +28,22 @@ struct AlignedBytes {
   void* data() { return p; }
 };
 
-// Query rows per block (the scratch of scores is kBlock x its key range) and per strip (the unit of the masked
-// triangles: products run strip by strip over the keys each strip sees, for_each_strip / for_each_key_strip).
-// Strips are a multiple of the microkernel's MR (4, 6, 12: 24; AMX's 32: 32, a whole tile of rows, since a strip of
-// 24 would run every tile through the edge path) and blocks a multiple of both. Measured here (Xeon, 2 threads,
-// fp32, T 2048, W 512, best of 40 interleaved): blocks of 96 without strips 0.54 of the full layer's fwd+bwd time;
-// 96 / 24 0.52; 192 / 24 0.50; 192 / 48 0.52. The full layer's own time did not move.
+// Query rows per block and per strip (the unit of the masked triangles: a tile that not every row of the block sees
+// whole runs strip by strip over the keys each strip sees, for_each_key_strip likewise for the key side). Strips are
+// a multiple of the microkernel's MR (4, 6, 12: 24; AMX's 32: 32, a whole tile of rows, since a strip of 24 would run
+// every tile through the edge path) and blocks a multiple of both. Measured (Xeon, 2 threads, fp32, T 2048, W 512,
+// best of 40 interleaved, before the key tiles): blocks of 96 without strips 0.54 of the full layer's fwd+bwd time;
+// 96 / 24 0.52; 192 / 24 0.50; 192 / 48 0.52.
 constexpr int64_t kBlock = 192;
+// Keys per tile (rounded up to the packed layout's granule): the scores (kBlock x kKeyTile), the tile's packed keys
+// and values and the block's output stay in L2 (512 KiB on the Zen 3) while the block's rows pass over it. Measured
+// (Zen 3 AVX2, fp32, B 2, T 2048, H 4, D 128, 2 threads, best of 12-15 alternating with the untiled kernel): in a
+// loaded hour of the host fwd+bwd 112 (untiled) / 109 (128 keys) / 129 (256) GFLOP/s; in a quiet one 145 / 146 (256)
+// / 150 (512): the tiles keep the work off L3, which the host's other tenants share.
+constexpr int64_t kKeyTile = 256;
 int64_t strip_rows(Precision prec) {
   const int MR = gemm_kernel(prec).MR;
   return 24 % MR == 0 ? 24 : MR;
-}
-
-// P (bq, nk) <- softmax over the keys row r sees, of S (already scaled) whose column j is key s0 + j: query
-// t = i0 + r sees keys [lo, t], lo = max(0, t - window) with a window, else 0; every other entry becomes 0.
-// Writes lse[r] = max + log(sum) when lse_out is given, else uses lse_in (backward recompute).
-void causal_softmax_rows(float* P, int64_t bq, int64_t nk, int64_t i0, int64_t s0, int64_t window, float* lse_out,
-                         const float* lse_in) {
-  for (int64_t r = 0; r < bq; r++) {
-    float* p = P + r * nk;
-    const int64_t t = i0 + r, lo = (window > 0 ? std::max<int64_t>(0, t - window) : 0) - s0;
-    const int64_t hi = t + 1 - s0;  // visible columns [lo, hi)
-    for (int64_t j = 0; j < lo; j++) p[j] = 0.f;
-    float* pv = p + lo;
-    const int64_t n = hi - lo;
-    if (lse_in) {
-      vmath::exp_shift_sum(pv, pv, -lse_in[r], n);
-    } else {
-      const float mx = vmath::max_value(pv, n);
-      const float sum = vmath::exp_shift_sum(pv, pv, -mx, n), inv = 1.f / sum;
-      for (int64_t j = 0; j < n; j++) pv[j] *= inv;
-      lse_out[r] = mx + std::log(sum);
-    }
-    for (int64_t j = hi; j < nk; j++) p[j] = 0.f;
-  }
 }
 
 // sum of a[i] * b[i] in 8 lanes (lane l takes i = l, l + 8, ...; added in order at the end), so that it vectorises:
@@ -86,19 +68,6 @@ int64_t first_key(int64_t i0, int64_t window, int64_t align) {
   return window > 0 && i0 > window ? (i0 - window) / align * align : 0;
 }
 
-// The query block [i0, i0 + bq) in strips of `strip` rows, each with the keys it sees: f(r0, m, a0, ka) for rows
-// [i0 + r0, i0 + r0 + m) and keys [a0, a0 + ka), a0 = first_key of the strip (>= s0, the block's). The products
-// whose rows are queries (S = Q K^T, dP = dO V^T; P V and dS K over their keys) run strip by strip, so the masked
-// triangles at both edges of a block's key range cost one strip each instead of the whole block; entries of a row
-// outside its strip's keys are never written, and the softmax zeroes everything outside the row's own keys.
-template <class F>
-void for_each_strip(int64_t i0, int64_t bq, int64_t s0, int64_t window, int64_t align, int64_t strip, F&& f) {
-  for (int64_t r0 = 0; r0 < bq; r0 += strip) {
-    const int64_t m = std::min(strip, bq - r0), a0 = std::max(s0, first_key(i0 + r0, window, align));
-    f(r0, m, a0, i0 + r0 + m - a0);
-  }
-}
-
 // Byte offset of key s0 (s0 % NR == 0) in a buffer packed by gemm_pack_b with keys as its columns (K^T: D x T):
 // s0 / NR whole panels.
 int64_t packed_col_offset(Precision prec, int64_t D, int64_t s0) { return gemm_packed_b_offset(prec, D, s0); }
@@ -111,24 +80,21 @@ int64_t packed_row_offset(Precision prec, int64_t s0) {
   return s0 * gk.NR * gk.elem_bytes();
 }
 
-// The products whose rows are keys (dV += P^T dO, dK += dS^T Q) over the block's keys [s0, s0 + nk) in strips
-// of strip_rows keys, each with the query rows that see one of them: R (bq rows of the block, D wide, row stride
-// ldr) is packed once as B into Rp, then f(c0, m, r0, kr, Bp) for keys [s0 + c0, s0 + c0 + m) and block rows
-// [r0, r0 + kr), Bp pointing at packed row r0 (r0 even, for bf16 pairs: the row before is a masked one, P = 0
-// there).
+// The products whose rows are keys (dV += P^T dO, dK += dS^T Q) over the tile's keys [a, a + ka) in strips of
+// `strip` keys, each with the query rows of the block [i0, i0 + bq) that see one of them: f(c, m, r0, kr) for keys
+// [a + c, a + c + m) and block rows [r0, r0 + kr), r0 rounded down to an even row for bf16 pairs, its packed row
+// granule (the row before is a masked one, P = 0 there). A strip of ka keys is the whole tile.
 template <class F>
-void for_each_key_strip(int64_t i0, int64_t bq, int64_t s0, int64_t nk, int64_t window, Precision prec,
-                        int64_t D, const float* R, int64_t ldr, void* Rp, F&& f) {
+void for_each_key_strip(int64_t i0, int64_t bq, int64_t a, int64_t ka, int64_t window, Precision prec,
+                        int64_t strip, F&& f) {
   const GemmKernel& gk = gemm_kernel(prec);
   const int64_t row_align = std::max<int64_t>(2, 64 / (gk.NR * gk.elem_bytes()));
-  gemm_pack_b(prec, false, bq, D, R, ldr, Rp);
-  const int64_t strip = strip_rows(prec);
-  for (int64_t c0 = 0; c0 < nk; c0 += strip) {
-    const int64_t m = std::min(strip, nk - c0), s = s0 + c0;  // keys [s, s + m)
+  for (int64_t c = 0; c < ka; c += strip) {
+    const int64_t m = std::min(strip, ka - c), s = a + c;  // keys [s, s + m)
     const int64_t lo = std::max(i0, s) - i0, hi = (window > 0 ? std::min(i0 + bq, s + m + window) : i0 + bq) - i0;
     if (hi <= lo) continue;
     const int64_t r0 = lo / row_align * row_align;
-    f(c0, m, r0, hi - r0, static_cast<const char*>(Rp) + packed_row_offset(prec, r0));
+    f(c, m, r0, hi - r0);
   }
 }
 
@@ -140,11 +106,11 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
   FRONTIER_CHECK(H % Hkv == 0 && window >= 0);
   const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
   const int64_t align = std::lcm<int64_t>(16, gemm_kernel(prec).NR), strip = strip_rows(prec);
-  const int64_t max_nk = window > 0 ? std::min(T, window + kBlock + align) : T;  // widest key range of a block
+  const int64_t kt = (kKeyTile + align - 1) / align * align;  // keys per tile, a whole number of packed granules
   if (scale == 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel
   {
-    std::vector<float> S(kBlock * max_nk);
+    std::vector<float> S(kBlock * kt), mrow(kBlock), lrow(kBlock);
     AlignedBytes Kt(gemm_packed_b_bytes(prec, D, T)), Vp(gemm_packed_b_bytes(prec, T, D));
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < B * H; bh++) {  // a task: one (batch, head), all its query blocks
@@ -157,18 +123,56 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
       const char *Ktp = static_cast<const char*>(Kt.data()), *Vpp = static_cast<const char*>(Vp.data());
       for (int64_t blk = 0; blk < nblk; blk++) {
         const int64_t i0 = blk * kBlock, i1 = std::min(T, i0 + kBlock), bq = i1 - i0;
-        const int64_t s0 = first_key(i0, window, align), nk = i1 - s0;  // keys [s0, i1)
+        const int64_t s0 = first_key(i0, window, align);  // keys [s0, i1)
         const float* Q = q + ((b * T + i0) * H + h) * D;  // rows stride H*D
-        // A strip at a time: its scores, their softmax and P V while its rows of S are in L1 / L2 (three passes
-        // over the whole block's S streamed it from L3 at T 2048: 192 x 2048 floats).
-        for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
-          float* Sr = S.data() + r0 * nk;
-          gemm_prepacked_b(prec, false, m, ka, D, scale, Q + r0 * H * D, H * D,
-                           Ktp + packed_col_offset(prec, D, a0), D, 0.f, Sr + (a0 - s0), nk);
-          causal_softmax_rows(Sr, m, nk, i0 + r0, s0, window, lse + (b * H + h) * T + i0 + r0, nullptr);
-          gemm_prepacked_b(prec, false, m, D, ka, 1.f, Sr + (a0 - s0), nk, Vpp + packed_row_offset(prec, a0), T, 0.f,
-                           out + ((b * T + i0 + r0) * H + h) * D, H * D);
-        });
+        float* O = out + ((b * T + i0) * H + h) * D;
+        std::fill(mrow.begin(), mrow.end(), -INFINITY);
+        std::fill(lrow.begin(), lrow.end(), 0.f);
+        for (int64_t r = 0; r < bq; r++) std::fill_n(O + r * H * D, D, 0.f);
+        // Rows [r0, r0 + m) of S hold scores against keys a + [c0, c1) of the tile (columns c0.. of S): each row's
+        // keys outside its own range become 0, the rest exp(S - running max); the running sum and O follow.
+        auto online_softmax = [&](int64_t r0, int64_t m, int64_t a, int64_t c0, int64_t c1) {
+          for (int64_t r = r0; r < r0 + m; r++) {
+            float* srow = S.data() + r * kt;
+            const int64_t t = i0 + r, lo = window > 0 ? std::max<int64_t>(0, t - window) : 0;
+            const int64_t v0 = std::clamp(lo - a, c0, c1), v1 = std::clamp(t + 1 - a, v0, c1);
+            std::fill(srow + c0, srow + v0, 0.f);
+            std::fill(srow + v1, srow + c1, 0.f);
+            if (v1 == v0) continue;
+            const float mx = std::max(mrow[r], vmath::max_value(srow + v0, v1 - v0));
+            if (mx > mrow[r] && lrow[r] > 0.f) {  // rescale what the earlier tiles gave this row
+              const float corr = std::exp(mrow[r] - mx);
+              lrow[r] *= corr;
+              for (int64_t d = 0; d < D; d++) O[r * H * D + d] *= corr;
+            }
+            mrow[r] = mx;
+            lrow[r] += vmath::exp_shift_sum(srow + v0, srow + v0, -mx, v1 - v0);
+          }
+        };
+        // Key tiles of kt keys, each in cache while every row of the block uses it: S = Q K^T, the online softmax,
+        // O += P V (FlashAttention's loop). A tile that every row sees whole runs as one product of bq rows; the
+        // others (the diagonal, a window's left edge) a strip at a time over the keys the strip sees.
+        for (int64_t a = s0; a < i1; a += kt) {
+          const int64_t ka = std::min(kt, i1 - a);
+          const bool whole = a + ka - 1 <= i0 && (window == 0 || a >= i1 - 1 - window);
+          for (int64_t r0 = 0; r0 < bq; r0 += whole ? bq : strip) {
+            const int64_t m = whole ? bq : std::min(strip, bq - r0);
+            const int64_t c0 = whole ? 0 : std::max(a, first_key(i0 + r0, window, align)) - a;
+            const int64_t c1 = whole ? ka : std::min(a + ka, i0 + r0 + m) - a;
+            if (c1 <= c0) continue;
+            gemm_prepacked_b(prec, false, m, c1 - c0, D, scale, Q + r0 * H * D, H * D,
+                             Ktp + packed_col_offset(prec, D, a + c0), D, 0.f, S.data() + r0 * kt + c0, kt);
+            online_softmax(r0, m, a, c0, c1);
+            gemm_prepacked_b(prec, false, m, D, c1 - c0, 1.f, S.data() + r0 * kt + c0, kt,
+                             Vpp + packed_row_offset(prec, a + c0), T, 1.f, O + r0 * H * D, H * D);
+          }
+        }
+        float* L = lse + (b * H + h) * T + i0;
+        for (int64_t r = 0; r < bq; r++) {
+          const float inv = 1.f / lrow[r];
+          for (int64_t d = 0; d < D; d++) O[r * H * D + d] *= inv;
+          L[r] = mrow[r] + std::log(lrow[r]);
+        }
       }
     }
   }
@@ -180,13 +184,14 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
   FRONTIER_CHECK(H % Hkv == 0 && window >= 0);
   const int64_t g = H / Hkv, nblk = (T + kBlock - 1) / kBlock;
   const int64_t align = std::lcm<int64_t>(16, gemm_kernel(prec).NR), strip = strip_rows(prec);
-  const int64_t max_nk = window > 0 ? std::min(T, window + kBlock + align) : T;  // widest key range of a block
+  const int64_t kt = (kKeyTile + align - 1) / align * align;
   if (scale == 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel
   {
-    std::vector<float> P(kBlock * max_nk), dP(kBlock * max_nk);
+    std::vector<float> P(kBlock * kt), dS(kBlock * kt), Dr(kBlock);
     AlignedBytes Kt(gemm_packed_b_bytes(prec, D, T)), Vt(gemm_packed_b_bytes(prec, D, T)), Kp(gemm_packed_b_bytes(prec, T, D));
-    AlignedBytes Rp(gemm_packed_b_bytes(prec, kBlock, D));  // a block's dO, then its Q, as B of dV / dK
+    // A block's dO and Q, packed once as B of dV += P^T dO and dK += dS^T Q.
+    AlignedBytes dOp(gemm_packed_b_bytes(prec, kBlock, D)), Qp(gemm_packed_b_bytes(prec, kBlock, D));
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < B * Hkv; task++) {  // a task owns dk, dv of one (b, kv head)
       const int64_t b = task / Hkv, hk = task % Hkv;
@@ -202,44 +207,54 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
       for (int64_t h = hk * g; h < (hk + 1) * g; h++)
         for (int64_t blk = 0; blk < nblk; blk++) {
           const int64_t i0 = blk * kBlock, i1 = std::min(T, i0 + kBlock), bq = i1 - i0;
-          const int64_t s0 = first_key(i0, window, align), nk = i1 - s0;  // keys [s0, i1)
+          const int64_t s0 = first_key(i0, window, align);  // keys [s0, i1)
           const int64_t row0 = ((b * T + i0) * H + h) * D;  // rows stride H*D
           const float *Q = q + row0, *dO = dout + row0, *O = out + row0;
+          const float* L = lse + (b * H + h) * T + i0;
           float* dQ = dq + row0;
-          // Query strips first, each while its rows are in L1 / L2: P (recomputed), dP = dO V^T, dS = P * (dP -
-          // rowsum(dO * O)) * scale written over dP, dQ += dS K. Then key strips over the block: dV += P^T dO,
-          // dK += dS^T Q. (Whole-block passes for each step streamed P and dP from L3 at T 2048.)
-          for_each_strip(i0, bq, s0, window, align, strip, [&](int64_t r0, int64_t m, int64_t a0, int64_t ka) {
-            float *Pr = P.data() + r0 * nk, *dSr = dP.data() + r0 * nk;
-            gemm_prepacked_b(prec, false, m, ka, D, scale, Q + r0 * H * D, H * D,
-                             Ktp + packed_col_offset(prec, D, a0), D, 0.f, Pr + (a0 - s0), nk);
-            causal_softmax_rows(Pr, m, nk, i0 + r0, s0, window, nullptr, lse + (b * H + h) * T + i0 + r0);
-            gemm_prepacked_b(prec, false, m, ka, D, 1.f, dO + r0 * H * D, H * D,
-                             Vtp + packed_col_offset(prec, D, a0), D, 0.f, dSr + (a0 - s0), nk);  // dP
-            for (int64_t r = r0; r < r0 + m; r++) {
-              const float acc = row_dot(dO + r * H * D, O + r * H * D, D);
-              const float* pr = P.data() + r * nk;
-              float* ds = dP.data() + r * nk;
-              const int64_t t = i0 + r, lo = (window > 0 ? std::max<int64_t>(0, t - window) : 0) - s0;
-              const int64_t hi = t + 1 - s0;
-              // dS is 0 outside [lo, hi), as P is: the key strips below read rows over their own key ranges.
-              for (int64_t s = 0; s < lo; s++) ds[s] = 0.f;
-              for (int64_t s = lo; s < hi; s++) ds[s] = pr[s] * (ds[s] - acc) * scale;
-              for (int64_t s = hi; s < nk; s++) ds[s] = 0.f;
+          for (int64_t r = 0; r < bq; r++) Dr[r] = row_dot(dO + r * H * D, O + r * H * D, D);  // rowsum(dO * O)
+          gemm_pack_b(prec, false, bq, D, dO, H * D, dOp.data());
+          gemm_pack_b(prec, false, bq, D, Q, H * D, Qp.data());
+          // Key tiles as in the forward, each in cache while the block's rows pass over it. Query side, a tile
+          // whole or a strip at a time: P (recomputed from lse), dP = dO V^T, dS = P * (dP - rowsum(dO * O)) *
+          // scale, dQ += dS K; each row's P and dS are 0 over the rest of the tile. Key side: dV += P^T dO, dK +=
+          // dS^T Q over the tile whole, or a strip of keys at a time over the rows that see them.
+          for (int64_t a = s0; a < i1; a += kt) {
+            const int64_t ka = std::min(kt, i1 - a);
+            const bool whole = a + ka - 1 <= i0 && (window == 0 || a >= i1 - 1 - window);
+            for (int64_t r0 = 0; r0 < bq; r0 += whole ? bq : strip) {
+              const int64_t m = whole ? bq : std::min(strip, bq - r0);
+              const int64_t c0 = whole ? 0 : std::max(a, first_key(i0 + r0, window, align)) - a;
+              const int64_t c1 = whole ? ka : std::min(a + ka, i0 + r0 + m) - a;
+              if (c1 <= c0) continue;
+              float *Pr = P.data() + r0 * kt, *dSr = dS.data() + r0 * kt;
+              gemm_prepacked_b(prec, false, m, c1 - c0, D, scale, Q + r0 * H * D, H * D,
+                               Ktp + packed_col_offset(prec, D, a + c0), D, 0.f, Pr + c0, kt);
+              gemm_prepacked_b(prec, false, m, c1 - c0, D, 1.f, dO + r0 * H * D, H * D,
+                               Vtp + packed_col_offset(prec, D, a + c0), D, 0.f, dSr + c0, kt);  // dP
+              for (int64_t r = r0; r < r0 + m; r++) {
+                float *pr = P.data() + r * kt, *ds = dS.data() + r * kt;
+                const int64_t t = i0 + r, lo = window > 0 ? std::max<int64_t>(0, t - window) : 0;
+                const int64_t v0 = std::clamp(lo - a, c0, c1), v1 = std::clamp(t + 1 - a, v0, c1);
+                vmath::exp_shift_sum(pr + v0, pr + v0, -L[r], v1 - v0);
+                const float acc = Dr[r];
+                for (int64_t j = v0; j < v1; j++) ds[j] = pr[j] * (ds[j] - acc) * scale;
+                std::fill(pr, pr + v0, 0.f), std::fill(ds, ds + v0, 0.f);
+                std::fill(pr + v1, pr + ka, 0.f), std::fill(ds + v1, ds + ka, 0.f);
+              }
+              gemm_prepacked_b(prec, false, m, D, c1 - c0, 1.f, dSr + c0, kt, Kpp + packed_row_offset(prec, a + c0),
+                               T, 1.f, dQ + r0 * H * D, H * D);  // dQ += dS K
             }
-            gemm_prepacked_b(prec, false, m, D, ka, 1.f, dSr + (a0 - s0), nk, Kpp + packed_row_offset(prec, a0), T,
-                             1.f, dQ + r0 * H * D, H * D);  // dQ += dS K
-          });
-          for_each_key_strip(i0, bq, s0, nk, window, prec, D, dO, H * D, Rp.data(),
-                             [&](int64_t c0, int64_t m, int64_t r0, int64_t kr, const void* Bp) {
-                               gemm_prepacked_b(prec, true, m, D, kr, 1.f, P.data() + r0 * nk + c0, nk, Bp, bq, 1.f,
-                                                dV + (s0 + c0) * Hkv * D, Hkv * D);  // dV += P^T dO
-                             });
-          for_each_key_strip(i0, bq, s0, nk, window, prec, D, Q, H * D, Rp.data(),
-                             [&](int64_t c0, int64_t m, int64_t r0, int64_t kr, const void* Bp) {
-                               gemm_prepacked_b(prec, true, m, D, kr, 1.f, dP.data() + r0 * nk + c0, nk, Bp, bq, 1.f,
-                                                dK + (s0 + c0) * Hkv * D, Hkv * D);  // dK += dS^T Q
-                             });
+            for_each_key_strip(i0, bq, a, ka, window, prec, whole ? ka : strip,
+                               [&](int64_t c, int64_t m, int64_t r0, int64_t kr) {
+                                 gemm_prepacked_b(prec, true, m, D, kr, 1.f, P.data() + r0 * kt + c, kt,
+                                                  static_cast<const char*>(dOp.data()) + packed_row_offset(prec, r0),
+                                                  bq, 1.f, dV + (a + c) * Hkv * D, Hkv * D);  // dV += P^T dO
+                                 gemm_prepacked_b(prec, true, m, D, kr, 1.f, dS.data() + r0 * kt + c, kt,
+                                                  static_cast<const char*>(Qp.data()) + packed_row_offset(prec, r0),
+                                                  bq, 1.f, dK + (a + c) * Hkv * D, Hkv * D);  // dK += dS^T Q
+                               });
+          }
         }
     }
   }
