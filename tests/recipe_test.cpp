@@ -90,6 +90,7 @@ TEST(Recipe, BadValuesGetOneLineErrors) {
            {"optim.momentum_schedule=fast", "optim.momentum_schedule = 'fast' is not one of linear, nanochat"},
            {"optim.weight_decay_schedule=step", "optim.weight_decay_schedule = 'step' is not one of linear, cosine"},
            {"optim.normuon_beta2=1.5", "optim.normuon_beta2"},
+           {"optim.muon_every=0", "optim.muon_every"},
            {"train.ema_decay=1", "train.ema_decay"},
            {"optim.ns_steps=6", "optim.ns_steps"},
            {"train.batch_warmup_ratio=0.3", "train.batch_warmup_ratio needs gradient accumulation"}}) {
@@ -101,18 +102,19 @@ TEST(Recipe, BadValuesGetOneLineErrors) {
 }
 
 // Every lever at once: the run says which, the batch grows as set (log.jsonl), a run killed after its step-3
-// checkpoint resumes to the same val_bpb, weights and optimizer state bit for bit (the NorMuon moments and the
-// EMA are in the checkpoint), and the checkpoint holds the averaged weights, whose val_bpb is the summary's.
+// checkpoint resumes to the same val_bpb, weights and optimizer state bit for bit (the NorMuon moments, the last
+// Muon update of optim.muon_every = 2, resumed after step 3, between orthogonalisations, and the EMA are in the
+// checkpoint), and the checkpoint holds the averaged weights, whose val_bpb is the summary's.
 TEST(Recipe, AllLeversTrainResumeBitExactlyAndScoreTheAverage) {
   const std::string full = dataset() + "/recipe_full", cut = dataset() + "/recipe_cut";
   const std::string common =
       "--budget 1000 --set train.max_steps=8 --set train.checkpoint_every_steps=1 --set train.total_batch_tokens=512 "
       "--set optim.normuon_beta2=0.9 --set optim.muon_equilibrate=true --set optim.muon_renormalize=true "
-      "--set optim.momentum_schedule=nanochat --set optim.weight_decay_schedule=cosine "
+      "--set optim.momentum_schedule=nanochat --set optim.weight_decay_schedule=cosine --set optim.muon_every=2 "
       "--set train.batch_warmup_ratio=0.5 --set train.batch_warmup_start=0.25 --set train.ema_decay=0.8 ";
   auto a = run_cmd(train_cmd(common + "--set train.run_dir=" + full));
   ASSERT_EQ(a.rc, 0) << a.out;
-  EXPECT_NE(a.out.find("recipe: momentum nanochat, weight decay cosine, MuonEq rows, Muon+ renorm, NorMuon beta2 "
+  EXPECT_NE(a.out.find("recipe: momentum nanochat, weight decay cosine, Polar Express every 2 steps, MuonEq rows, Muon+ renorm, NorMuon beta2 "
                        "0.9, batch warm-up 0.25 -> 1 over 0.5, weight EMA 0.8"), std::string::npos) << a.out;
   EXPECT_NE(a.out.find("weights:          EMA (train.ema_decay = 0.8)"), std::string::npos) << a.out;
   // 512 tokens = 4 micro-batches of 4 x 32: 1, 2, 3, 4 of them over the first half (progress 0, 1/8, 2/8, 3/8).

@@ -34,6 +34,8 @@ const std::vector<Entry>& entries() {
         {{"optim.momentum_schedule", "nanochat"}, {"optim.weight_decay_schedule", "cosine"}}, true}, true},
       {{"ns3", "three Polar Express iterations instead of five (a cheaper optimizer step)",
         {{"optim.ns_steps", "3"}}}, false},
+      {{"muon_every2", "Polar Express every other step, the last update reused between (a cheaper optimizer step)",
+        {{"optim.muon_every", "2"}}}, false},
       {{"ema", "weight EMA (decay 0.9): checkpoint and val_bpb on the average", {{"train.ema_decay", "0.9"}}, true}, true},
       // The warm-ups make the early steps cheaper, but the advisor trains in probe mode, which credits no step
       // below the full shape's time (as train.batch_warmup_ratio): the sequence warm-up's step is the base's.

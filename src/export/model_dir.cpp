@@ -17,6 +17,7 @@
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/identity.h"
+#include "train/recipe.h"
 #include "train/schema.h"
 #include "train/settings.h"
 #include "util/file.h"
@@ -322,8 +323,13 @@ Status import_model(const ImportOptions& o, ImportResult* r) {
     lc.seed = static_cast<uint64_t>(set.seed);
     BestFitLoader loader;
     FRONTIER_RETURN_IF_ERROR(loader.init(shards, lc));
-    Optimizer opt(gpt, OptimConfig{});
-    state = opt.state();  // fresh moments: the optimizer state of step 0
+    // The config's optimizer (its state sections and NorMuon moments: the layout `train --resume` reads), with fresh
+    // moments: the optimizer state of step 0; then the weight EMA's start, the weights, when the config keeps one.
+    Recipe recipe;
+    FRONTIER_RETURN_IF_ERROR(read_recipe(cfg, Precision::kFp32, &recipe));
+    Optimizer opt(gpt, recipe.optim);
+    state = opt.state();
+    if (recipe.ema_decay > 0) state.insert(state.end(), gpt.weights().begin(), gpt.weights().end());
     meta.update({{"step", 0},
                  {"training_seconds", 0.0},
                  {"tokens", 0},

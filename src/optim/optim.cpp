@@ -41,9 +41,10 @@ double sum_squares(const float* x, int64_t n) {
   return acc;
 }
 
-double muon_matrix_flops(const ParamInfo& p, int ns_steps) {
+// polar_share: the share of steps that orthogonalise (1 / muon_every on average, 0 or 1 for one step).
+double muon_matrix_flops(const ParamInfo& p, int ns_steps, double polar_share) {
   const double r = std::min(p.shape[0], p.shape[1]), c = std::max(p.shape[0], p.shape[1]), n = r * c;
-  return 12.0 * n + ns_steps * (3.0 * r * r * c + r * r * r);
+  return 12.0 * n + polar_share * ns_steps * (3.0 * r * r * c + r * r * r);
 }
 
 }  // namespace
@@ -144,7 +145,7 @@ Optimizer::Optimizer(Gpt& gpt, const OptimConfig& cfg) : gpt_(gpt), cfg_(cfg) {
 void Optimizer::set_owned_range(int64_t lo, int64_t hi) {
   lo_ = lo;
   hi_ = hi;
-  state_.assign(3 * (hi - lo) + nv_size_, 0.f);
+  state_.assign(sections() * (hi - lo) + nv_size_, 0.f);
 }
 
 void Optimizer::keep_owned_normuon() {
@@ -204,19 +205,23 @@ void Optimizer::muon_update(const ParamInfo& p, float* nv, float lr, float momen
   float* buf = state_.data() + 2 * N + (p.offset - lo_);
   static thread_local std::vector<float> u;  // every element written below; reused, not zeroed, per matrix
   u.resize(std::max<size_t>(u.size(), static_cast<size_t>(n)));
-  float* uu = u.data();  // (thread_local: the OpenMP workers must not name u)
+  // With muon_every > 1 the update is computed into its state section and kept for the steps between.
+  float* uu = cfg_.muon_every > 1 ? state_.data() + 3 * N + (p.offset - lo_) : u.data();
+  const bool fresh = orthogonalise_now();
   {
     ProfScope ps("muon.momentum", "optim", 6.0 * n, 4.0 * 4 * n);  // g read, buf read and written, u written
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (int64_t i = 0; i < n; i++) {
       buf[i] += (1.f - momentum) * (gr[i] - buf[i]);  // lerp(buf, g, 1 - mu)
-      uu[i] = gr[i] + momentum * (buf[i] - gr[i]);    // lerp(g, buf, mu): Nesterov
+      if (fresh) uu[i] = gr[i] + momentum * (buf[i] - gr[i]);  // lerp(g, buf, mu): Nesterov
     }
   }
-  if (cfg_.equilibrate) muon_equilibrate_rows(uu, p.shape[0], p.shape[1]);
-  polar_express(uu, p.shape[0], p.shape[1], cfg_.ns_steps, cfg_.ns_precision);
-  if (cfg_.renormalize) muon_renormalize(uu, p.shape[0], p.shape[1]);
-  if (nv) normuon_scale(uu, p.shape[0], p.shape[1], nv, cfg_.normuon_beta2);
+  if (fresh) {
+    if (cfg_.equilibrate) muon_equilibrate_rows(uu, p.shape[0], p.shape[1]);
+    polar_express(uu, p.shape[0], p.shape[1], cfg_.ns_steps, cfg_.ns_precision);
+    if (cfg_.renormalize) muon_renormalize(uu, p.shape[0], p.shape[1]);
+    if (nv) normuon_scale(uu, p.shape[0], p.shape[1], nv, cfg_.normuon_beta2);
+  }
   ProfScope ps("muon.update", "optim", 6.0 * n, 4.0 * 3 * n);  // u read, w read and written
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; i++) {
@@ -228,7 +233,8 @@ void Optimizer::muon_update(const ParamInfo& p, float* nv, float lr, float momen
 double Optimizer::muon_flops() const {
   double flops = 0;
   for (const ParamInfo& p : gpt_.params())
-    if (p.group == ParamGroup::kMatrix && p.offset >= lo_ && p.offset < hi_) flops += muon_matrix_flops(p, cfg_.ns_steps);
+    if (p.group == ParamGroup::kMatrix && p.offset >= lo_ && p.offset < hi_)
+      flops += muon_matrix_flops(p, cfg_.ns_steps, 1.0 / cfg_.muon_every);
   return flops;
 }
 
@@ -250,8 +256,9 @@ void Optimizer::step(float lr_mult, float muon_momentum, float progress, float w
       matrices.push_back(&p);
       nv.push_back(nv_offset_[i] >= 0 ? nv_base + nv_offset_[i] : nullptr);
       const double r = std::min(p.shape[0], p.shape[1]), c = std::max(p.shape[0], p.shape[1]), n = r * c;
-      flops += muon_matrix_flops(p, cfg_.ns_steps);
-      bytes += 4.0 * (7.0 * n + cfg_.ns_steps * (2.0 * n + 3.0 * r * r));
+      const double share = orthogonalise_now() ? 1.0 : 0.0;
+      flops += muon_matrix_flops(p, cfg_.ns_steps, share);
+      bytes += 4.0 * (7.0 * n + share * cfg_.ns_steps * (2.0 * n + 3.0 * r * r));
     } else {
       adam_update(p, adam_settings(p), lr_mult);
     }

@@ -22,6 +22,11 @@
 //     (wide), v = lerp(v, mean(X^2 over the other dimension), 1 - beta2); X is scaled by v^-1/2 along that
 //     dimension and then back to its Frobenius norm before the scaling. nanochat uses beta2 = 0.9.
 // The NorMuon moments are one more state section, over every matrix of the model (state() below).
+//
+// A cheaper schedule (issue 30): muon_every = k > 1 runs Polar Express (and the switches above) on steps 1, k + 1,
+// 2k + 1, ... only; the steps between apply the last orthogonalised update again (the momentum buffer still takes
+// every gradient, so the next orthogonalisation sees them all). The last update is one more state section over the
+// owned range, so a resumed run continues bit for bit. Polar Express's FLOPs per step fall by k.
 #pragma once
 
 #include <vector>
@@ -42,6 +47,7 @@ struct OptimConfig {
   bool equilibrate = false;   // optim.muon_equilibrate
   bool renormalize = false;   // optim.muon_renormalize
   float normuon_beta2 = 0.f;  // optim.normuon_beta2 (0 = off)
+  int muon_every = 1;         // optim.muon_every: orthogonalise every k-th step, reuse the update between
 };
 
 struct AdamGroupInfo {
@@ -54,17 +60,19 @@ class Optimizer {
   // lr_mult from the schedule; muon_momentum from its warmup; progress in [0, 1] for the weight-decay decay:
   // Muon's decay is weight_decay * (1 - progress), or weight_decay * wd_mult when wd_mult >= 0 (another schedule).
   void step(float lr_mult, float muon_momentum, float progress, float wd_mult = -1.f);
-  // The FLOPs one step executes on the owned matrices: Muon's elementwise work and Polar Express (symmetric
-  // products counted as computed); AdamW's few elementwise FLOPs are left out.
+  // The FLOPs one step executes on the owned matrices, averaged over muon_every steps: Muon's elementwise work and
+  // Polar Express (symmetric products counted as computed); AdamW's few elementwise FLOPs are left out.
   double muon_flops() const;
   int64_t steps() const { return t_; }
   void set_steps(int64_t t) { t_ = t; }  // resume: Adam's bias correction continues from here
-  // [adam m | adam v | muon momentum], each over the owned range of the arena (all of it unless sharded), then, with
-  // NorMuon, [its second moments]: normuon_size() floats over every matrix of the model (kept by each matrix's
-  // owner; other ranks' entries stay 0, so a sum over ranks gathers them).
+  // [adam m | adam v | muon momentum], then, with muon_every > 1, [Muon's last orthogonalised update]: sections()
+  // sections, each over the owned range of the arena (all of it unless sharded); then, with NorMuon, [its second
+  // moments]: normuon_size() floats over every matrix of the model (kept by each matrix's owner; other ranks'
+  // entries stay 0, so a sum over ranks gathers them).
   std::vector<float>& state() { return state_; }
+  int sections() const { return cfg_.muon_every > 1 ? 4 : 3; }
   int64_t normuon_size() const { return nv_size_; }
-  float* normuon_state() { return state_.data() + 3 * (hi_ - lo_); }
+  float* normuon_state() { return state_.data() + sections() * (hi_ - lo_); }
   // After the whole NorMuon section was copied in (resume): zero the entries of matrices another rank owns.
   void keep_owned_normuon();
   // Sharded optimizer (dist/shard_plan.h): this process updates, and keeps state for, only the parameters in the
@@ -78,6 +86,7 @@ class Optimizer {
 
  private:
   void muon_update(const ParamInfo& p, float* nv, float lr, float momentum, float wd);
+  bool orthogonalise_now() const { return (t_ - 1) % cfg_.muon_every == 0; }  // during step t_ (from 1)
   void adam_update(const ParamInfo& p, const AdamGroupInfo& g, float lr_mult);
   Gpt& gpt_;
   OptimConfig cfg_;

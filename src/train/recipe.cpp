@@ -24,6 +24,9 @@ void add_recipe_keys(ConfigSchema* s) {
   s->add_int("optim.ns_steps", 5, "Polar Express iterations per Muon update (nanochat's coefficients, the first "
              "ns_steps of 5): fewer make the optimizer cheaper (its FLOPs scale with them) and the update less "
              "orthogonal", {1, 5});
+  s->add_int("optim.muon_every", 1, "Muon orthogonalises (Polar Express) every k-th step only and applies the last "
+             "orthogonalised update again on the steps between (the momentum still takes every gradient): the "
+             "optimizer's Polar Express FLOPs fall by k; one more state section (the last update) is kept", {1, 1000});
   s->add_bool("optim.muon_equilibrate", false,
               "MuonEq (nanochat 92d63d4): rescale each row of the momentum to the mean row norm before Polar Express");
   s->add_bool("optim.muon_renormalize", false,
@@ -71,6 +74,7 @@ Status read_recipe(const Config& cfg, Precision prec, Recipe* out) {
   o.scalar_lr = static_cast<float>(lr.scalar);
   o.weight_decay = static_cast<float>(cfg.get_float("optim.weight_decay"));
   o.ns_steps = static_cast<int>(cfg.get_int("optim.ns_steps"));
+  o.muon_every = static_cast<int>(cfg.get_int("optim.muon_every"));
   o.equilibrate = cfg.get_bool("optim.muon_equilibrate");
   o.renormalize = cfg.get_bool("optim.muon_renormalize");
   o.normuon_beta2 = static_cast<float>(cfg.get_float("optim.normuon_beta2"));
@@ -107,6 +111,8 @@ std::string describe_recipe(const Recipe& r) {
   if (r.momentum == MomentumSchedule::kNanochat) add("momentum nanochat");
   if (r.decay == DecaySchedule::kCosine) add("weight decay cosine");
   if (r.optim.ns_steps != 5) add((std::snprintf(buf, sizeof(buf), "Polar Express %d iterations", r.optim.ns_steps), buf));
+  if (r.optim.muon_every > 1)
+    add((std::snprintf(buf, sizeof(buf), "Polar Express every %d steps", r.optim.muon_every), buf));
   if (r.optim.equilibrate) add("MuonEq rows");
   if (r.optim.renormalize) add("Muon+ renorm");
   if (r.optim.normuon_beta2 > 0) add((std::snprintf(buf, sizeof(buf), "NorMuon beta2 %g", r.optim.normuon_beta2), buf));

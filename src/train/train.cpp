@@ -112,6 +112,7 @@ std::string TrainSummary::format() const {
   line("num_params_M", num("%.2f", num_params_M));
   line("depth", std::to_string(depth));
   line("tokens_per_sec", num("%.0f", tokens_per_sec));
+  if (optimizer_pct > 0) line("optimizer_pct", num("%.1f", optimizer_pct) + " (Muon and AdamW, of the step time)");
   if (!precision.empty()) line("precision", precision);
   if (!mfu_peak.empty()) line("mfu_peak", mfu_peak);
   if (!tokenizer_id.empty()) line("tokenizer_id", tokenizer_id);
@@ -269,6 +270,7 @@ class TrainRun {
   std::string peak_unit_;
   // Progress, restored on resume.
   double training_time_ = 0, smooth_ = 0, loss_val_ = 0, all_steps_time_ = 0, eval_s_ = 0, bpb_ = 0, bpb_se_ = 0;
+  double optim_time_ = 0;  // seconds in the optimizer's update (this process's steps): its share of all_steps_time_
   int64_t step_ = 0, tokens_ = 0, steps_here_ = 0;
   std::string kept_log_;
   bool eval_only_ = false;
@@ -622,7 +624,8 @@ Status TrainRun::check_disk_space() {
   struct statvfs fs;
   if (statvfs(run_dir_.c_str(), &fs) != 0) return ok_status();  // cannot tell: the writes will say
   const double free_b = static_cast<double>(fs.f_bavail) * fs.f_frsize;
-  const double ckpt = 4.0 * (4.0 * gpt_->weights().size() + ema_.size()) + 1e6;  // weights, 3 states, EMA
+  const double ckpt = 4.0 * ((1.0 + optim_->sections()) * gpt_->weights().size() + ema_.size()) +
+                     1e6;  // weights, the state sections, EMA
   const double need = (opt_.resume_dir.empty() ? 2.0 : 1.0) * ckpt + 16e6;
   if (free_b < need) {
     char buf[256];
@@ -640,7 +643,8 @@ Status TrainRun::resume() {
   std::string toml, meta_text;
   std::vector<float> w, st;
   const int64_t N = static_cast<int64_t>(gpt_->weights().size()), V = optim_->normuon_size();
-  const int64_t S = 3 * N + V + static_cast<int64_t>(ema_.size());  // the layout of TrainRun::checkpoint
+  const int K = optim_->sections();
+  const int64_t S = K * N + V + static_cast<int64_t>(ema_.size());  // the layout of TrainRun::checkpoint
   Status s;
   if (root()) {
     s = load_checkpoint(ckpt_path_, &toml, &meta_text, &w, &st);
@@ -701,13 +705,13 @@ Status TrainRun::resume() {
   }
   FRONTIER_RETURN_IF_ERROR(comm_.agree(s));
   gpt_->weights() = std::move(w);
-  // This rank's share [lo, hi) of each of the three state sections [m | v | momentum].
+  // This rank's share [lo, hi) of each of the K state sections [m | v | momentum (| last Muon update)].
   const int64_t lo = optim_->owned_lo(), n = optim_->owned_hi() - lo;
   std::vector<float>& mine = optim_->state();
-  for (int k = 0; k < 3; k++) std::copy(st.begin() + k * N + lo, st.begin() + k * N + lo + n, mine.begin() + k * n);
-  std::copy(st.begin() + 3 * N, st.begin() + 3 * N + V, optim_->normuon_state());
+  for (int k = 0; k < K; k++) std::copy(st.begin() + k * N + lo, st.begin() + k * N + lo + n, mine.begin() + k * n);
+  std::copy(st.begin() + K * N, st.begin() + K * N + V, optim_->normuon_state());
   optim_->keep_owned_normuon();
-  if (!ema_.empty()) std::copy(st.begin() + 3 * N + V, st.end(), ema_.begin());
+  if (!ema_.empty()) std::copy(st.begin() + K * N + V, st.end(), ema_.begin());
   optim_->set_steps(opt_steps);
   eval_only_ = done;  // training had finished; the evaluation (or the summary) had not
   if (root()) {
@@ -737,20 +741,22 @@ Status TrainRun::checkpoint(bool training_done, Status* written) {
   *written = ok_status();
   if (shape_.arch.untie_at > 0 && !untied_) copy_head_from_wte();  // before the untie: the head, for readers
   const int64_t N = static_cast<int64_t>(gpt_->weights().size()), V = optim_->normuon_size();
-  // [m | v | momentum] (3 N) [NorMuon moments] (V) [weight EMA] (N, train.ema_decay > 0): one process's layout.
+  // [m | v | momentum (| last Muon update, optim.muon_every > 1)] (K N) [NorMuon moments] (V) [weight EMA] (N,
+  // train.ema_decay > 0): one process's layout.
+  const int K = optim_->sections();
   std::vector<float> full;
   const std::vector<float>* state = &optim_->state();
   if (sharded_) {
     const std::vector<int64_t> counts = plan_.counts();
     const int64_t n = optim_->owned_hi() - optim_->owned_lo();
-    if (root()) full.resize(3 * N + V);
-    for (int k = 0; k < 3; k++)
+    if (root()) full.resize(K * N + V);
+    for (int k = 0; k < K; k++)
       FRONTIER_RETURN_IF_ERROR(comm_.gather(optim_->state().data() + k * n, root() ? full.data() + k * N : nullptr,
                                             counts, "gathering the optimizer state"));
     if (V > 0) {  // each matrix's moments are on its owner alone (zeros elsewhere): their sum gathers them
       std::vector<float> nv(optim_->normuon_state(), optim_->normuon_state() + V);
       FRONTIER_RETURN_IF_ERROR(comm_.allreduce_sum(nv.data(), V, "gathering the NorMuon moments"));
-      if (root()) std::copy(nv.begin(), nv.end(), full.begin() + 3 * N);
+      if (root()) std::copy(nv.begin(), nv.end(), full.begin() + K * N);
     }
     state = &full;
   }
@@ -986,8 +992,10 @@ Status TrainRun::update_weights(StepDone* done) {
   done->lr_mult = lr_multiplier(progress, rc.warmup, rc.warmdown, rc.final_lr_frac) *
                   std::sqrt(static_cast<double>(accum_now_) / accum_);
   done->momentum = muon_momentum(rc.momentum, step_, rc.momentum_warmup_steps, progress, rc.warmdown);
+  const auto t_opt = Clock::now();
   optim_->step(static_cast<float>(done->lr_mult), static_cast<float>(done->momentum),
                static_cast<float>(progress), static_cast<float>(weight_decay_multiplier(rc.decay, progress)));
+  optim_time_ += since(t_opt);
   if (sharded_)
     FRONTIER_RETURN_IF_ERROR(comm_.allgather(gpt_->weights().data(), plan_.counts(), "the weight all-gather"));
   if (!ema_.empty()) {  // every rank holds the whole average (the weights are whole after the all-gather)
@@ -1118,6 +1126,7 @@ void TrainRun::fill_summary(TrainSummary* out) {
   s.threads = threads_;
   s.budget_mode = set_.budget_mode == BudgetMode::kProbe ? "probe" : "wall";
   s.probe_step_seconds = set_.probe_step_seconds;
+  if (all_steps_time_ > 0) s.optimizer_pct = 100.0 * optim_time_ / all_steps_time_;
   if (comm_.distributed() && steps_here_ > 0) s.comm_ms_per_step = 1e3 * comm_.stats().seconds / steps_here_;
   s.data_epochs = 0;
   for (const auto& l : loaders_) s.data_epochs += l.epochs_read() / static_cast<double>(loaders_.size());

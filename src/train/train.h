@@ -48,6 +48,7 @@ struct TrainSummary {
   std::string budget_mode;            // wall | probe (train.budget_mode)
   double probe_step_seconds = 0;      // probe: the step time the budget was divided by
   double comm_ms_per_step = 0;        // ranks > 1: time inside collectives per step (waiting included)
+  double optimizer_pct = 0;           // the optimizer's update (Muon and AdamW) as a share of the steps' time
   double data_epochs = 0;             // passes over the training data (rank 0's loaders); printed when >= 1
   // Mixture of experts (printed when the model has experts): the share of routed (token, slot) pairs each expert
   // took over the run ("12.5 12.4 ..." percent, all MoE layers), tokens dropped (always 0: no capacity limit),

@@ -157,7 +157,7 @@ TEST_F(Mpi, ArchitectureVariantsEqualOneProcess) {
 }
 
 // The recipe levers under mpirun equal one process reading the same 2 streams, bit for bit: NorMuon's moments (kept
-// by each matrix's owner and summed into the checkpoint), the batch-size warm-up (each rank reads half the
+// by each matrix's owner and summed into the checkpoint), Muon's last update of optim.muon_every (its owner's), the batch-size warm-up (each rank reads half the
 // micro-batches one process reads), the nanochat schedules, the weight EMA (every rank's whole copy), the sequence
 // and window warm-ups (every stream's rows change alike) and the untie (every rank copies wte into lm_head, whose
 // optimizer state, on its owner, starts at zero).
@@ -165,7 +165,8 @@ TEST_F(Mpi, RecipeLeversEqualOneProcess) {
   const std::vector<std::string> recipe = {
       "--set", "optim.normuon_beta2=0.9", "--set", "optim.muon_equilibrate=true", "--set",
       "optim.muon_renormalize=true", "--set", "optim.momentum_schedule=nanochat", "--set",
-      "optim.weight_decay_schedule=cosine", "--set", "train.batch_warmup_ratio=0.5", "--set",
+      "optim.weight_decay_schedule=cosine", "--set", "optim.muon_every=2", "--set", "train.batch_warmup_ratio=0.5",
+      "--set",
       "train.ema_decay=0.9", "--set", "train.seq_warmup_ratio=0.3", "--set", "train.seq_len_start=16",
       "--set", "model.depth=2", "--set", "model.window_pattern=SL", "--set", "model.short_window=16", "--set",
       "train.window_warmup_ratio=0.5", "--set", "train.window_start=8", "--set", "model.tie_embeddings=true",

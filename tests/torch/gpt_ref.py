@@ -88,12 +88,19 @@ POLAR = [
 
 
 @torch.no_grad()
-def muon_step(p, buf, lr, momentum, wd, ns_steps, opts=None, nv=None):
+def muon_step(p, buf, lr, momentum, wd, ns_steps, opts=None, nv=None, last=None):
     """nanochat's Muon step (muon_step_fused), in fp32. opts (nanochat 92d63d4's switches): "equilibrate" (MuonEq
-    rows), "renormalize" (Muon+), "normuon_beta2" > 0 (NorMuon, moments in nv), written after 92d63d4's optim.py."""
+    rows), "renormalize" (Muon+), "normuon_beta2" > 0 (NorMuon, moments in nv), written after 92d63d4's optim.py.
+    last (a one-element list): with opts["reuse"] the orthogonalisation is skipped and last[0], the update of the
+    last step that computed one, is applied again (Frontier's optim.muon_every); each computed update is kept there."""
     opts = opts or {}
     g = p.grad
     buf.lerp_(g, 1 - momentum)
+    if opts.get("reuse"):
+        X = last[0]
+        mask = (X * p) >= 0
+        p.sub_(lr * X + lr * wd * p * mask)
+        return
     g = g.lerp(buf, momentum)
     if opts.get("equilibrate"):
         target = g.norm() / (g.size(-2) ** 0.5)
@@ -119,6 +126,8 @@ def muon_step(p, buf, lr, momentum, wd, ns_steps, opts=None, nv=None):
         step_size = nv.clamp_min(1e-10).rsqrt()
         v_norm_new = ((v_mean * red_size) * step_size.square()).sum().sqrt()
         X = X * (step_size * (v_norm / v_norm_new.clamp_min(1e-10)))
+    if last is not None:
+        last[0] = X
     mask = (X * p) >= 0
     p.sub_(lr * X + lr * wd * p * mask)
 
@@ -133,10 +142,11 @@ def train_steps(spec, P, idx, targets, cos, sin, out_path):
         else:
             t = P[name]
             nv = torch.zeros(t.size(0), 1) if t.size(0) >= t.size(1) else torch.zeros(1, t.size(1))
-            muon.append((t, torch.zeros_like(t), g["lr"], nv))
+            muon.append((t, torch.zeros_like(t), g["lr"], nv, [None]))
     adam = torch.optim.AdamW(adam_groups)
     losses = []
-    for st in spec["steps"]:
+    every = spec.get("muon_every", 1)
+    for step, st in enumerate(spec["steps"]):
         for t in P.values():
             t.grad = None
         loss, _ = forward(spec, P, idx, targets, cos, sin)
@@ -146,8 +156,9 @@ def train_steps(spec, P, idx, targets, cos, sin, out_path):
             group["lr"] = group["initial_lr"] * st["lr_mult"]
         adam.step()
         wd = spec["weight_decay"] * (1 - st["progress"])
-        for p, buf, lr, nv in muon:
-            muon_step(p, buf, lr * st["lr_mult"], st["momentum"], wd, spec["ns_steps"], spec.get("muon"), nv)
+        opts = dict(spec.get("muon") or {}, reuse=step % every != 0)
+        for p, buf, lr, nv, last in muon:
+            muon_step(p, buf, lr * st["lr_mult"], st["momentum"], wd, spec["ns_steps"], opts, nv, last)
     flat = np.concatenate([P[p["name"]].detach().reshape(-1).numpy() for p in spec["params"]])
     np.concatenate([np.array(losses, dtype=np.float32), flat.astype(np.float32)]).tofile(out_path)
 
