@@ -41,6 +41,12 @@ constexpr int64_t kBlock = 192;
 // loaded hour of the host fwd+bwd 112 (untiled) / 109 (128 keys) / 129 (256) GFLOP/s; in a quiet one 145 / 146 (256)
 // / 150 (512): the tiles keep the work off L3, which the host's other tenants share.
 constexpr int64_t kKeyTile = 256;
+static_assert(kKeyTile >= kBlock, "the diagonal tile, a block's own keys, must fit the scratch");
+
+// The key tiles of the block [i0, i1): kt keys at a time up to the block's first row, then the block's own keys (the
+// diagonal, run by strips) as one tile; returns the end of the tile that starts at key a.
+int64_t tile_end(int64_t a, int64_t i0, int64_t i1, int64_t kt) { return a < i0 ? std::min(a + kt, i0) : i1; }
+
 int64_t strip_rows(Precision prec) {
   const int MR = gemm_kernel(prec).MR;
   return 24 % MR == 0 ? 24 : MR;
@@ -149,11 +155,12 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
             lrow[r] += vmath::exp_shift_sum(srow + v0, srow + v0, -mx, v1 - v0);
           }
         };
-        // Key tiles of kt keys, each in cache while every row of the block uses it: S = Q K^T, the online softmax,
+        // Key tiles (tile_end), each in cache while every row of the block uses it: S = Q K^T, the online softmax,
         // O += P V (FlashAttention's loop). A tile that every row sees whole runs as one product of bq rows; the
         // others (the diagonal, a window's left edge) a strip at a time over the keys the strip sees.
-        for (int64_t a = s0; a < i1; a += kt) {
-          const int64_t ka = std::min(kt, i1 - a);
+        for (int64_t a = s0, e; a < i1; a = e) {
+          e = tile_end(a, i0, i1, kt);
+          const int64_t ka = e - a;
           const bool whole = a + ka - 1 <= i0 && (window == 0 || a >= i1 - 1 - window);
           for (int64_t r0 = 0; r0 < bq; r0 += whole ? bq : strip) {
             const int64_t m = whole ? bq : std::min(strip, bq - r0);
@@ -219,8 +226,9 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
           // whole or a strip at a time: P (recomputed from lse), dP = dO V^T, dS = P * (dP - rowsum(dO * O)) *
           // scale, dQ += dS K; each row's P and dS are 0 over the rest of the tile. Key side: dV += P^T dO, dK +=
           // dS^T Q over the tile whole, or a strip of keys at a time over the rows that see them.
-          for (int64_t a = s0; a < i1; a += kt) {
-            const int64_t ka = std::min(kt, i1 - a);
+          for (int64_t a = s0, e; a < i1; a = e) {
+            e = tile_end(a, i0, i1, kt);
+            const int64_t ka = e - a;
             const bool whole = a + ka - 1 <= i0 && (window == 0 || a >= i1 - 1 - window);
             for (int64_t r0 = 0; r0 < bq; r0 += whole ? bq : strip) {
               const int64_t m = whole ? bq : std::min(strip, bq - r0);
