@@ -74,6 +74,34 @@ int64_t first_key(int64_t i0, int64_t window, int64_t align) {
   return window > 0 && i0 > window ? (i0 - window) / align * align : 0;
 }
 
+// The key tiles of the block [i0, i1) whose keys start at s0 and, in each, the query rows that see its keys:
+// rows(a, r0, m, c0, c1) for block rows [r0, r0 + m) against keys a + [c0, c1): every row at once when every row
+// sees the whole tile, else a strip of rows at a time from the strip's first key; then tile(a, ka, whole).
+template <class Rows, class Tile>
+void for_each_tile(int64_t i0, int64_t i1, int64_t s0, int64_t window, int64_t align, int64_t kt, int64_t strip,
+                   Rows&& rows, Tile&& tile) {
+  const int64_t bq = i1 - i0;
+  for (int64_t a = s0, e; a < i1; a = e) {
+    e = tile_end(a, i0, i1, kt);
+    const int64_t ka = e - a;
+    const bool whole = a + ka - 1 <= i0 && (window == 0 || a >= i1 - 1 - window);
+    for (int64_t r0 = 0; r0 < bq; r0 += whole ? bq : strip) {
+      const int64_t m = whole ? bq : std::min(strip, bq - r0);
+      const int64_t c0 = whole ? 0 : std::max(a, first_key(i0 + r0, window, align)) - a;
+      const int64_t c1 = whole ? ka : std::min(a + ka, i0 + r0 + m) - a;
+      if (c1 > c0) rows(a, r0, m, c0, c1);
+    }
+    tile(a, ka, whole);
+  }
+}
+
+// The keys a + [v0, v1) query t sees among a + [c0, c1) (v0 == v1: none).
+void visible_keys(int64_t t, int64_t window, int64_t a, int64_t c0, int64_t c1, int64_t* v0, int64_t* v1) {
+  const int64_t lo = window > 0 ? std::max<int64_t>(0, t - window) : 0;
+  *v0 = std::clamp(lo - a, c0, c1);
+  *v1 = std::clamp(t + 1 - a, *v0, c1);
+}
+
 // Byte offset of key s0 (s0 % NR == 0) in a buffer packed by gemm_pack_b with keys as its columns (K^T: D x T):
 // s0 / NR whole panels.
 int64_t packed_col_offset(Precision prec, int64_t D, int64_t s0) { return gemm_packed_b_offset(prec, D, s0); }
@@ -140,8 +168,8 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
         auto online_softmax = [&](int64_t r0, int64_t m, int64_t a, int64_t c0, int64_t c1) {
           for (int64_t r = r0; r < r0 + m; r++) {
             float* srow = S.data() + r * kt;
-            const int64_t t = i0 + r, lo = window > 0 ? std::max<int64_t>(0, t - window) : 0;
-            const int64_t v0 = std::clamp(lo - a, c0, c1), v1 = std::clamp(t + 1 - a, v0, c1);
+            int64_t v0, v1;
+            visible_keys(i0 + r, window, a, c0, c1, &v0, &v1);
             std::fill(srow + c0, srow + v0, 0.f);
             std::fill(srow + v1, srow + c1, 0.f);
             if (v1 == v0) continue;
@@ -158,22 +186,16 @@ void flash_attention_forward(float* out, float* lse, const float* q, const float
         // Key tiles (tile_end), each in cache while every row of the block uses it: S = Q K^T, the online softmax,
         // O += P V (FlashAttention's loop). A tile that every row sees whole runs as one product of bq rows; the
         // others (the diagonal, a window's left edge) a strip at a time over the keys the strip sees.
-        for (int64_t a = s0, e; a < i1; a = e) {
-          e = tile_end(a, i0, i1, kt);
-          const int64_t ka = e - a;
-          const bool whole = a + ka - 1 <= i0 && (window == 0 || a >= i1 - 1 - window);
-          for (int64_t r0 = 0; r0 < bq; r0 += whole ? bq : strip) {
-            const int64_t m = whole ? bq : std::min(strip, bq - r0);
-            const int64_t c0 = whole ? 0 : std::max(a, first_key(i0 + r0, window, align)) - a;
-            const int64_t c1 = whole ? ka : std::min(a + ka, i0 + r0 + m) - a;
-            if (c1 <= c0) continue;
-            gemm_prepacked_b(prec, false, m, c1 - c0, D, scale, Q + r0 * H * D, H * D,
-                             Ktp + packed_col_offset(prec, D, a + c0), D, 0.f, S.data() + r0 * kt + c0, kt);
-            online_softmax(r0, m, a, c0, c1);
-            gemm_prepacked_b(prec, false, m, D, c1 - c0, 1.f, S.data() + r0 * kt + c0, kt,
-                             Vpp + packed_row_offset(prec, a + c0), T, 1.f, O + r0 * H * D, H * D);
-          }
-        }
+        for_each_tile(
+            i0, i1, s0, window, align, kt, strip,
+            [&](int64_t a, int64_t r0, int64_t m, int64_t c0, int64_t c1) {
+              gemm_prepacked_b(prec, false, m, c1 - c0, D, scale, Q + r0 * H * D, H * D,
+                               Ktp + packed_col_offset(prec, D, a + c0), D, 0.f, S.data() + r0 * kt + c0, kt);
+              online_softmax(r0, m, a, c0, c1);
+              gemm_prepacked_b(prec, false, m, D, c1 - c0, 1.f, S.data() + r0 * kt + c0, kt,
+                               Vpp + packed_row_offset(prec, a + c0), T, 1.f, O + r0 * H * D, H * D);
+            },
+            [](int64_t, int64_t, bool) {});
         float* L = lse + (b * H + h) * T + i0;
         for (int64_t r = 0; r < bq; r++) {
           const float inv = 1.f / lrow[r];
@@ -226,33 +248,27 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
           // whole or a strip at a time: P (recomputed from lse), dP = dO V^T, dS = P * (dP - rowsum(dO * O)) *
           // scale, dQ += dS K; each row's P and dS are 0 over the rest of the tile. Key side: dV += P^T dO, dK +=
           // dS^T Q over the tile whole, or a strip of keys at a time over the rows that see them.
-          for (int64_t a = s0, e; a < i1; a = e) {
-            e = tile_end(a, i0, i1, kt);
-            const int64_t ka = e - a;
-            const bool whole = a + ka - 1 <= i0 && (window == 0 || a >= i1 - 1 - window);
-            for (int64_t r0 = 0; r0 < bq; r0 += whole ? bq : strip) {
-              const int64_t m = whole ? bq : std::min(strip, bq - r0);
-              const int64_t c0 = whole ? 0 : std::max(a, first_key(i0 + r0, window, align)) - a;
-              const int64_t c1 = whole ? ka : std::min(a + ka, i0 + r0 + m) - a;
-              if (c1 <= c0) continue;
-              float *Pr = P.data() + r0 * kt, *dSr = dS.data() + r0 * kt;
-              gemm_prepacked_b(prec, false, m, c1 - c0, D, scale, Q + r0 * H * D, H * D,
-                               Ktp + packed_col_offset(prec, D, a + c0), D, 0.f, Pr + c0, kt);
-              gemm_prepacked_b(prec, false, m, c1 - c0, D, 1.f, dO + r0 * H * D, H * D,
-                               Vtp + packed_col_offset(prec, D, a + c0), D, 0.f, dSr + c0, kt);  // dP
-              for (int64_t r = r0; r < r0 + m; r++) {
-                float *pr = P.data() + r * kt, *ds = dS.data() + r * kt;
-                const int64_t t = i0 + r, lo = window > 0 ? std::max<int64_t>(0, t - window) : 0;
-                const int64_t v0 = std::clamp(lo - a, c0, c1), v1 = std::clamp(t + 1 - a, v0, c1);
-                vmath::exp_shift_sum(pr + v0, pr + v0, -L[r], v1 - v0);
-                const float acc = Dr[r];
-                for (int64_t j = v0; j < v1; j++) ds[j] = pr[j] * (ds[j] - acc) * scale;
-                std::fill(pr, pr + v0, 0.f), std::fill(ds, ds + v0, 0.f);
-                std::fill(pr + v1, pr + ka, 0.f), std::fill(ds + v1, ds + ka, 0.f);
-              }
-              gemm_prepacked_b(prec, false, m, D, c1 - c0, 1.f, dSr + c0, kt, Kpp + packed_row_offset(prec, a + c0),
-                               T, 1.f, dQ + r0 * H * D, H * D);  // dQ += dS K
+          auto query_rows = [&](int64_t a, int64_t r0, int64_t m, int64_t c0, int64_t c1) {
+            const int64_t ka = tile_end(a, i0, i1, kt) - a;
+            float *Pr = P.data() + r0 * kt, *dSr = dS.data() + r0 * kt;
+            gemm_prepacked_b(prec, false, m, c1 - c0, D, scale, Q + r0 * H * D, H * D,
+                             Ktp + packed_col_offset(prec, D, a + c0), D, 0.f, Pr + c0, kt);
+            gemm_prepacked_b(prec, false, m, c1 - c0, D, 1.f, dO + r0 * H * D, H * D,
+                             Vtp + packed_col_offset(prec, D, a + c0), D, 0.f, dSr + c0, kt);  // dP
+            for (int64_t r = r0; r < r0 + m; r++) {
+              float *pr = P.data() + r * kt, *ds = dS.data() + r * kt;
+              int64_t v0, v1;
+              visible_keys(i0 + r, window, a, c0, c1, &v0, &v1);
+              vmath::exp_shift_sum(pr + v0, pr + v0, -L[r], v1 - v0);
+              const float acc = Dr[r];
+              for (int64_t j = v0; j < v1; j++) ds[j] = pr[j] * (ds[j] - acc) * scale;
+              std::fill(pr, pr + v0, 0.f), std::fill(ds, ds + v0, 0.f);
+              std::fill(pr + v1, pr + ka, 0.f), std::fill(ds + v1, ds + ka, 0.f);
             }
+            gemm_prepacked_b(prec, false, m, D, c1 - c0, 1.f, dSr + c0, kt, Kpp + packed_row_offset(prec, a + c0),
+                             T, 1.f, dQ + r0 * H * D, H * D);  // dQ += dS K
+          };
+          for_each_tile(i0, i1, s0, window, align, kt, strip, query_rows, [&](int64_t a, int64_t ka, bool whole) {
             for_each_key_strip(i0, bq, a, ka, window, prec, whole ? ka : strip,
                                [&](int64_t c, int64_t m, int64_t r0, int64_t kr) {
                                  gemm_prepacked_b(prec, true, m, D, kr, 1.f, P.data() + r0 * kt + c, kt,
@@ -262,7 +278,7 @@ void flash_attention_backward(float* dq, float* dk, float* dv, const float* dout
                                                   static_cast<const char*>(Qp.data()) + packed_row_offset(prec, r0),
                                                   bq, 1.f, dK + (a + c) * Hkv * D, Hkv * D);  // dK += dS^T Q
                                });
-          }
+          });
         }
     }
   }
