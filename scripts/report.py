@@ -101,7 +101,7 @@ ROWS = [
     lambda: row_validations("docs/codesign/30min/validations.jsonl", "Advisor's pick for Wikipedia, %d min"),
     lambda: row_bench("docs/bench-2026-12-03-s4.json", 8, "bf16"),
     lambda: row_bench("docs/bench-2026-12-07-s18d.json", 8, "bf16"),
-    lambda: row_bench("docs/bench-2026-12-07-s20b.json", 8, "fp32"),
+    lambda: row_bench("docs/bench-2026-12-08-s21.json", 8, "fp32"),
 ]
 
 
