@@ -161,3 +161,16 @@ TEST(GptTorch, OrthogonaliseEveryOtherStepMatches) {
   oc.muon_every = 2;
   run_case(2, 64, 32, 0, 300, 4, 64, 5, oc);
 }
+
+// optim.muon_every = 2 with nanochat's switches, against the same in PyTorch: the steps between orthogonalisations
+// apply the kept update (equilibrated, renormalised and NorMuon-scaled when it was computed) and leave NorMuon's
+// moments as they are. (Where the moments sit after the kept-update section is checked by
+// Mpi.RecipeLeversEqualOneProcess: in one process an overlap would land on wte's unused entries and change nothing,
+// on a rank whose range starts at a matrix it changes the update.)
+TEST(GptTorch, OrthogonaliseEveryOtherStepWithNanochatSwitchesMatches) {
+  OptimConfig oc;
+  oc.muon_every = 2;
+  oc.equilibrate = oc.renormalize = true;
+  oc.normuon_beta2 = 0.9f;
+  run_case(2, 64, 32, 0, 300, 4, 64, 5, oc);
+}

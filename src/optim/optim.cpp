@@ -248,7 +248,7 @@ void Optimizer::step(float lr_mult, float muon_momentum, float progress, float w
   std::vector<const ParamInfo*> matrices;
   std::vector<float*> nv;  // each matrix's NorMuon moments (nullptr: off)
   double flops = 0, bytes = 0;
-  float* nv_base = state_.data() + 3 * (hi_ - lo_);
+  float* nv_base = normuon_state();
   for (size_t i = 0; i < gpt_.params().size(); i++) {
     const ParamInfo& p = gpt_.params()[i];
     if (p.offset < lo_ || p.offset >= hi_) continue;  // another rank's (sharded optimizer)
